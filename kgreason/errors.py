@@ -1,0 +1,56 @@
+"""Typed errors. Every error a user can provoke with bad input is one of these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KGReasonError(Exception):
+    """Base class of all kgreason errors."""
+
+
+class KBError(KGReasonError):
+    """A knowledge-base operation failed."""
+
+
+class KBQueryError(KBError):
+    """The query is malformed, not allowed (updates, LOAD, SERVICE) or rejected by the engine."""
+
+
+class KBForbiddenQuery(KBQueryError):
+    """The query would write to the KB or reach outside it (update, LOAD, SERVICE)."""
+
+
+class KBTimeout(KBError):
+    """The query ran past its time budget."""
+
+
+class KBUnavailable(KBError):
+    """The KB cannot be reached (endpoint down, connection refused, store closed)."""
+
+
+class KBTruncated(KBError):
+    """The result exceeded the row cap, or the engine silently cut it.
+
+    ``rows`` holds what was received, so nothing is lost.
+    """
+
+    def __init__(self, message: str, rows: list[dict[str, Any]] | None = None, cap: int = 0):
+        super().__init__(message)
+        self.rows = rows or []
+        self.cap = cap
+
+
+class DatasetError(KGReasonError):
+    """A dataset file is missing or not in the expected format."""
+
+
+class EnvError(KGReasonError):
+    """The environment was used against its contract (e.g. ``step`` before ``reset``)."""
+
+
+class RegistryError(KGReasonError, KeyError):
+    """Unknown registered name, or a name re-registered with a different object."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,212 @@
+"""The abstract, read-only knowledge base every action space builds on (SPEC §3)."""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kgreason.errors import KBTruncated
+from kgreason.kb.guard import check_read_only
+from kgreason.kb.schema import FREEBASE, KBSchema, sparql_string
+from kgreason.types import Term
+
+Row = dict[str, Term]
+
+
+class KnowledgeBase(abc.ABC):
+    """A read-only KB answering SPARQL SELECT/ASK and the one-hop helpers.
+
+    Subclasses implement :meth:`_select` (run an already-checked query, return at most
+    ``limit`` rows); the public :meth:`select` does the read-only check, the row cap and
+    the call counting. The one-hop helpers are SPARQL templates by default; a subclass
+    with its own index may override them, and the conformance suite checks they agree.
+
+    Args:
+        schema: namespaces and name/alias/type relations (default: Freebase).
+        max_rows: result-row cap of :meth:`select`; more rows raise :class:`KBTruncated`.
+        timeout_s: default time budget of :meth:`select` (None = no limit).
+    """
+
+    #: row cap of the one-hop helpers, whose query shapes are fixed and bounded by degree
+    helper_max_rows = 1_000_000
+
+    def __init__(
+        self,
+        schema: KBSchema = FREEBASE,
+        max_rows: int = 10_000,
+        timeout_s: float | None = 30.0,
+    ):
+        self.schema = schema
+        self.max_rows = max_rows
+        self.timeout_s = timeout_s
+        self.stats: dict[str, float] = {"queries": 0, "query_time_s": 0.0}
+
+    # ------------------------------------------------------------------ SPARQL
+    def select(
+        self, sparql: str, timeout_s: float | None = None, max_rows: int | None = None
+    ) -> list[Row]:
+        """Run a SPARQL SELECT (rows) or ASK (one row ``{"ask": bool-literal}``).
+
+        Raises:
+            KBForbiddenQuery: update, LOAD, SERVICE, CONSTRUCT/DESCRIBE.
+            KBQueryError: syntax or evaluation error reported by the engine.
+            KBTimeout: the query ran past ``timeout_s``.
+            KBTruncated: more than ``max_rows`` rows (``err.rows`` holds the first ones).
+            KBUnavailable: the KB cannot be reached.
+        """
+        check_read_only(sparql)
+        cap = self.max_rows if max_rows is None else max_rows
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        rows = self._timed(sparql, timeout, cap + 1)
+        if len(rows) > cap:
+            raise KBTruncated(
+                f"query returned more than {cap} rows; add a LIMIT or narrow the pattern",
+                rows=rows[:cap],
+                cap=cap,
+            )
+        return rows
+
+    def ask(self, sparql: str, timeout_s: float | None = None) -> bool:
+        rows = self.select(sparql, timeout_s=timeout_s)
+        return bool(rows) and rows[0]["ask"].value == "true"
+
+    def _timed(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
+        t0 = time.perf_counter()
+        try:
+            return self._select(sparql, timeout_s, limit)
+        finally:
+            self.stats["queries"] += 1
+            self.stats["query_time_s"] += time.perf_counter() - t0
+
+    def _helper(self, sparql: str) -> list[Row]:
+        """Internal fixed-shape queries: no guard, the helper cap and no time budget of
+        their own (a remote backend still applies its transport timeout)."""
+        return self._timed(sparql, None, self.helper_max_rows)
+
+    @abc.abstractmethod
+    def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
+        """Run a checked query and return at most ``limit`` rows."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (servers, threads)."""
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ one-hop helpers
+    def _hidden_filter(self, var: str) -> str:
+        hidden = self.schema.hidden
+        if not hidden:
+            return ""
+        refs = ", ".join(self.schema.relation_ref(r) for r in hidden)
+        return f"FILTER({var} NOT IN ({refs}))"
+
+    def relations_out(self, e: str) -> list[str]:
+        """Relations ``r`` with a triple ``(e, r, ?)``, sorted."""
+        q = (
+            f"SELECT DISTINCT ?r WHERE {{ {self.schema.entity_ref(e)} ?r ?o . "
+            f"{self._hidden_filter('?r')} }}"
+        )
+        return sorted({row["r"].value for row in self._helper(q)})
+
+    def relations_in(self, e: str | Term) -> list[str]:
+        """Relations ``r`` with a triple ``(?, r, e)``, sorted."""
+        q = (
+            f"SELECT DISTINCT ?r WHERE {{ ?s ?r {self.schema.term_ref(e)} . "
+            f"{self._hidden_filter('?r')} }}"
+        )
+        return sorted({row["r"].value for row in self._helper(q)})
+
+    def tails(self, e: str, r: str) -> list[Term]:
+        """Objects ``o`` of ``(e, r, o)``, sorted (entities and literals)."""
+        q = (
+            f"SELECT DISTINCT ?o WHERE {{ {self.schema.entity_ref(e)} "
+            f"{self.schema.relation_ref(r)} ?o }}"
+        )
+        return sorted({row["o"] for row in self._helper(q)})
+
+    def heads(self, e: str | Term, r: str) -> list[Term]:
+        """Subjects ``s`` of ``(s, r, e)``, sorted; ``e`` may be a literal term."""
+        q = (
+            f"SELECT DISTINCT ?s WHERE {{ ?s {self.schema.relation_ref(r)} "
+            f"{self.schema.term_ref(e)} }}"
+        )
+        return sorted({row["s"] for row in self._helper(q)})
+
+    def exists(self, e: str) -> bool:
+        """Whether ``e`` occurs as subject or object of any triple."""
+        ref = self.schema.entity_ref(e)
+        q = f"ASK {{ {{ {ref} ?p ?o }} UNION {{ ?s ?p2 {ref} }} }}"
+        rows = self._helper(q)
+        return bool(rows) and rows[0]["ask"].value == "true"
+
+    def names(self, ids: Iterable[str]) -> dict[str, str]:
+        """Display names of the given ids (ids without a name are left out).
+
+        Prefers a name in the schema language, then a plain one; ties by lexical order.
+        """
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, str] = {}
+        if not ids or not self.schema.name_relations:
+            return out
+        preds = " ".join(self.schema.relation_ref(r) for r in self.schema.name_relations)
+        for i in range(0, len(ids), 200):
+            chunk = " ".join(self.schema.entity_ref(x) for x in ids[i : i + 200])
+            q = f"SELECT ?e ?n WHERE {{ VALUES ?e {{ {chunk} }} VALUES ?p {{ {preds} }} ?e ?p ?n }}"
+            best: dict[str, tuple[int, str]] = {}
+            for row in self._helper(q):
+                n = row["n"]
+                if n.kind != "literal":
+                    continue
+                rank = 0 if (self.schema.lang and n.lang == self.schema.lang) else (1 if not n.lang else 2)
+                key = (rank, n.value)
+                if row["e"].value not in best or key < best[row["e"].value]:
+                    best[row["e"].value] = key
+            out.update({e: v[1] for e, v in best.items()})
+        return out
+
+    def _name_preds(self) -> Sequence[str]:
+        return self.schema.name_relations + self.schema.alias_relations
+
+    def lookup(self, name: str) -> list[str]:
+        """Ids whose name (or alias) is ``name``: exact first, then case-insensitive."""
+        preds = " ".join(self.schema.relation_ref(r) for r in self._name_preds())
+        if not preds:
+            return []
+        lits = [sparql_string(name)]
+        if self.schema.lang:
+            lits.append(sparql_string(name, lang=self.schema.lang))
+        q = (
+            f"SELECT DISTINCT ?e WHERE {{ VALUES ?n {{ {' '.join(lits)} }} "
+            f"VALUES ?p {{ {preds} }} ?e ?p ?n }}"
+        )
+        found = sorted({r["e"].value for r in self._helper(q)})
+        if found:
+            return found
+        return self._lookup_casefold(name)
+
+    def _lookup_casefold(self, name: str) -> list[str]:
+        preds = " ".join(self.schema.relation_ref(r) for r in self._name_preds())
+        q = (
+            f"SELECT DISTINCT ?e WHERE {{ VALUES ?p {{ {preds} }} ?e ?p ?n . "
+            f"FILTER(isLiteral(?n) && LCASE(STR(?n)) = {sparql_string(name.lower())}) }}"
+        )
+        return sorted({r["e"].value for r in self._helper(q)})
+
+    def types(self, e: str) -> list[str]:
+        """Type ids of ``e`` (empty when the schema has no type relation)."""
+        if not self.schema.type_relation:
+            return []
+        q = (
+            f"SELECT DISTINCT ?t WHERE {{ {self.schema.entity_ref(e)} "
+            f"{self.schema.relation_ref(self.schema.type_relation)} ?t }}"
+        )
+        return sorted({r["t"].value for r in self._helper(q)})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(ns={self.schema.entity_ns!r}, max_rows={self.max_rows})"

@@ -1,0 +1,144 @@
+"""Any SPARQL 1.1 HTTP endpoint (Virtuoso, Oxigraph server, Fuseki, QLever)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+import urllib.error
+from typing import Any
+
+from SPARQLWrapper import JSON, POST, SPARQLWrapper
+from SPARQLWrapper.SPARQLExceptions import (
+    EndPointInternalError,
+    EndPointNotFound,
+    QueryBadFormed,
+    SPARQLWrapperException,
+)
+
+from kgreason.errors import KBQueryError, KBTimeout, KBTruncated, KBUnavailable
+from kgreason.kb.base import KnowledgeBase, Row
+from kgreason.kb.schema import FREEBASE, KBSchema
+from kgreason.types import XSD, Term
+
+_CONNECTION_ERRORS = (
+    ConnectionError,
+    http.client.RemoteDisconnected,
+    http.client.IncompleteRead,
+)
+
+
+def _binding_to_term(b: dict[str, Any], schema: KBSchema) -> Term:
+    kind = b.get("type")
+    if kind == "uri":
+        return Term.uri(schema.to_id(b["value"]))
+    if kind in ("literal", "typed-literal"):  # Virtuoso says typed-literal
+        return Term.literal(b["value"], b.get("datatype"), b.get("xml:lang"))
+    return Term("bnode", b["value"])
+
+
+class SparqlEndpointKB(KnowledgeBase):
+    """A remote SPARQL endpoint through SPARQLWrapper.
+
+    Retries with exponential backoff on connection errors only (never on a query error,
+    which would fail the same way again), and turns every engine quirk into a typed error:
+    Virtuoso's silent row cap (``X-SPARQL-MaxRows``) and "anytime" partial answers
+    (``X-SQL-State: S1TAT``) into :class:`KBTruncated`; Oxigraph's JSON body cut mid-stream
+    by ``--timeout-s`` and Virtuoso's ``SR171`` into :class:`KBTimeout`.
+
+    Args:
+        url: the endpoint (``http://127.0.0.1:7878/query``, ``.../sparql``).
+        timeout_s: socket timeout of each request (also used by the one-hop helpers).
+        retries: attempts after the first on connection errors.
+        backoff_s: first retry delay, doubled each time.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float | None = 30.0,
+        schema: KBSchema = FREEBASE,
+        max_rows: int = 10_000,
+        retries: int = 2,
+        backoff_s: float = 0.2,
+    ):
+        super().__init__(schema=schema, max_rows=max_rows, timeout_s=timeout_s)
+        self.url = url
+        self.retries = retries
+        self.backoff_s = backoff_s
+        # One wrapper for the KB's lifetime: the request template is built once.
+        self._client = SPARQLWrapper(url)
+        self._client.setReturnFormat(JSON)
+        self._client.setMethod(POST)
+
+    def _request(self, sparql: str, timeout_s: float | None) -> tuple[bytes, Any]:
+        self._client.setQuery(sparql)
+        self._client.setTimeout(int(timeout_s) if timeout_s and timeout_s >= 1 else (1 if timeout_s else 0))
+        delay = self.backoff_s
+        for attempt in range(self.retries + 1):
+            try:
+                res = self._client.query()
+                return res.response.read(), res.response.info()
+            except QueryBadFormed as e:
+                raise KBQueryError(f"SPARQL rejected by the endpoint: {_msg(e)}") from None
+            except EndPointInternalError as e:
+                msg = _msg(e)
+                if "SR171" in msg or "timed out" in msg.lower() or "timeout" in msg.lower():
+                    raise KBTimeout(f"endpoint timed out: {msg[:200]}") from None
+                raise KBQueryError(f"endpoint error: {msg[:300]}") from None
+            except EndPointNotFound as e:
+                raise KBUnavailable(f"no SPARQL endpoint at {self.url}: {_msg(e)[:200]}") from None
+            except (TimeoutError, socket.timeout):
+                raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+            except urllib.error.HTTPError as e:
+                raise KBQueryError(f"HTTP {e.code} from {self.url}") from None
+            except (urllib.error.URLError, *_CONNECTION_ERRORS) as e:
+                reason = getattr(e, "reason", e)
+                if isinstance(reason, TimeoutError | socket.timeout):
+                    raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+                if attempt == self.retries:
+                    raise KBUnavailable(f"cannot reach {self.url}: {reason}") from None
+                time.sleep(delay)
+                delay *= 2
+            except SPARQLWrapperException as e:
+                raise KBQueryError(str(e)) from None
+        raise AssertionError("unreachable")
+
+    def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
+        body, headers = self._request(sparql, timeout_s if timeout_s is not None else self.timeout_s)
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            text = body[-300:].decode("utf-8", "replace")
+            if "cancel" in text.lower() or "timeout" in text.lower():
+                raise KBTimeout(f"endpoint cut its answer (server-side timeout): {text[-120:]}") from None
+            raise KBQueryError(f"endpoint returned invalid JSON: {text[-120:]!r}") from None
+        if "boolean" in data:
+            return [{"ask": Term.literal("true" if data["boolean"] else "false", XSD + "boolean")}]
+        bindings = data.get("results", {}).get("bindings", [])
+        rows = [
+            {k: _binding_to_term(v, self.schema) for k, v in b.items()} for b in bindings[:limit]
+        ]
+        if headers is not None:
+            state = headers.get("X-SQL-State")
+            if state and state.strip() == "S1TAT":
+                raise KBTruncated(
+                    "Virtuoso returned a partial (anytime) result after its time limit",
+                    rows=rows, cap=len(rows),
+                )
+            max_rows = headers.get("X-SPARQL-MaxRows")
+            if max_rows and len(bindings) >= int(max_rows) and len(bindings) < limit:
+                raise KBTruncated(
+                    f"the endpoint silently cut the result at {max_rows} rows (ResultSetMaxRows)",
+                    rows=rows, cap=int(max_rows),
+                )
+        return rows
+
+    def __repr__(self) -> str:
+        return f"SparqlEndpointKB(url={self.url!r}, timeout_s={self.timeout_s})"
+
+
+def _msg(e: Exception) -> str:
+    s = str(e)
+    return s.replace("\\n", " ")

@@ -1,0 +1,133 @@
+"""How KB-local ids map to IRIs, and how values are written into SPARQL safely.
+
+Every string that reaches a query template goes through :meth:`KBSchema.entity_iri`,
+:meth:`KBSchema.relation_iri` or :func:`sparql_string`; each of them yields a single
+well-formed SPARQL token whatever the input, so no input can change a query's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
+
+from kgreason.types import Term
+
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+FREEBASE_NS = "http://rdf.freebase.com/ns/"
+
+# Characters an IRIREF may not hold (SPARQL 1.1 grammar [139]) plus '%' so that the
+# encoding is reversible. Everything else, including non-ASCII letters, stays readable.
+_IRI_SAFE = "".join(
+    chr(c) for c in range(0x21, 0x7F) if chr(c) not in '<>"{}|^`\\%'
+)
+
+
+def encode_iri_part(s: str) -> str:
+    """Percent-encode ``s`` so that it is a valid, injection-free piece of an IRIREF.
+
+    >>> encode_iri_part("m.x> . ?s ?p ?o . <x")
+    'm.x%3E%20.%20?s%20?p%20?o%20.%20%3Cx'
+    >>> encode_iri_part("Alice Adams")
+    'Alice%20Adams'
+    """
+    return quote(s, safe=_IRI_SAFE)
+
+
+def sparql_string(s: str, lang: str | None = None, datatype: str | None = None) -> str:
+    """A SPARQL string literal holding exactly ``s``.
+
+    >>> sparql_string('say "hi"\\n')
+    '"say \\\\"hi\\\\"\\\\n"'
+    >>> sparql_string("Paris", lang="en")
+    '"Paris"@en'
+    """
+    escaped = (
+        s.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    out = f'"{escaped}"'
+    if lang:
+        if not lang.replace("-", "").isalnum():
+            raise ValueError(f"invalid language tag {lang!r}")
+        out += "@" + lang
+    elif datatype:
+        out += f"^^<{encode_iri_part(datatype)}>"
+    return out
+
+
+@dataclass(frozen=True)
+class KBSchema:
+    """Namespaces and the schema relations a KB uses for names, aliases and types.
+
+    Relation ids in the tuples below are KB-local (``type.object.name``) or full IRIs.
+    ``hidden_relations`` never show up in ``relations_out/in`` (they are bookkeeping,
+    not facts an agent should walk).
+    """
+
+    entity_ns: str
+    relation_ns: str
+    name_relations: tuple[str, ...] = ("type.object.name",)
+    alias_relations: tuple[str, ...] = ("common.topic.alias",)
+    type_relation: str | None = "type.object.type"
+    lang: str | None = "en"
+    hidden_relations: tuple[str, ...] = field(default=())
+
+    def entity_iri(self, id_: str) -> str:
+        if id_.startswith(("http://", "https://")):
+            return id_
+        return self.entity_ns + encode_iri_part(id_)
+
+    def relation_iri(self, id_: str) -> str:
+        if id_.startswith(("http://", "https://")):
+            return id_
+        return self.relation_ns + encode_iri_part(id_)
+
+    def entity_ref(self, id_: str) -> str:
+        """``<iri>`` for an entity id, safe to paste into a query."""
+        return f"<{self.entity_iri(id_)}>"
+
+    def relation_ref(self, id_: str) -> str:
+        return f"<{self.relation_iri(id_)}>"
+
+    def term_ref(self, t: Term | str) -> str:
+        """A SPARQL token for an entity id or a literal term."""
+        if isinstance(t, str):
+            return self.entity_ref(t)
+        if t.kind == "literal":
+            return sparql_string(t.value, lang=t.lang, datatype=t.datatype)
+        return self.entity_ref(t.value)
+
+    def to_id(self, iri: str) -> str:
+        """KB-local id of an IRI (the IRI itself when outside both namespaces)."""
+        for ns in (self.entity_ns, self.relation_ns):
+            if iri.startswith(ns):
+                return unquote(iri[len(ns):])
+        return iri
+
+    @property
+    def hidden(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.name_relations + self.alias_relations + self.hidden_relations))
+
+
+FREEBASE = KBSchema(entity_ns=FREEBASE_NS, relation_ns=FREEBASE_NS)
+
+METAQA = KBSchema(
+    entity_ns="http://kgreason.org/metaqa/entity/",
+    relation_ns="http://kgreason.org/metaqa/relation/",
+    name_relations=(RDFS_LABEL,),
+    alias_relations=(),
+    type_relation=None,
+    lang=None,
+)
+
+GENERIC = KBSchema(
+    entity_ns="http://kgreason.org/entity/",
+    relation_ns="http://kgreason.org/relation/",
+    name_relations=(RDFS_LABEL,),
+    alias_relations=(),
+    type_relation=None,
+    lang=None,
+)

@@ -1,0 +1,238 @@
+"""Start and stop local SPARQL servers on loopback (Oxigraph server, Virtuoso).
+
+Both are context managers owning one process, stopped by PID. They bind 127.0.0.1 only.
+
+Example::
+
+    with OxigraphServer.from_file("kg.nt") as srv:
+        kb = SparqlEndpointKB(srv.url)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from kgreason.errors import KBUnavailable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout_s: float, log: Path | None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-800:] if log and log.exists() else ""
+            raise KBUnavailable(f"server exited with code {proc.returncode}: {tail}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise KBUnavailable(f"server did not answer {url} within {timeout_s}s")
+
+
+def _stop(proc: subprocess.Popen | None, timeout_s: float = 10.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class OxigraphServer:
+    """``oxigraph serve-read-only`` over a store directory (needs the ``oxigraph`` wheel)."""
+
+    def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = None):
+        self.binary = shutil.which("oxigraph") or _venv_bin("oxigraph")
+        if self.binary is None:
+            raise KBUnavailable("the `oxigraph` binary is missing: pip install oxigraph")
+        self.location = Path(location)
+        self.port = port or free_port()
+        self.timeout_s = timeout_s
+        self.proc: subprocess.Popen | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+    @classmethod
+    def from_file(cls, rdf_file: str | Path, **kw) -> OxigraphServer:
+        """Load ``rdf_file`` into a fresh temporary store directory."""
+        tmp = tempfile.TemporaryDirectory(prefix="kgr-oxigraph-")
+        binary = shutil.which("oxigraph") or _venv_bin("oxigraph")
+        if binary is None:
+            tmp.cleanup()
+            raise KBUnavailable("the `oxigraph` binary is missing: pip install oxigraph")
+        subprocess.run(
+            [binary, "load", "--location", tmp.name, "--file", str(rdf_file)],
+            check=True, capture_output=True,
+        )
+        srv = cls(tmp.name, **kw)
+        srv._tmp = tmp
+        return srv
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/query"
+
+    def start(self) -> OxigraphServer:
+        cmd = [self.binary, "serve-read-only", "--location", str(self.location),
+               "--bind", f"127.0.0.1:{self.port}"]
+        if self.timeout_s:
+            cmd += ["--timeout-s", str(self.timeout_s)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_http(self.url + "?query=ASK%7B%7D", self.proc, 30, None)
+        return self
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> OxigraphServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_VIRTUOSO_INI = """\
+[Database]
+DatabaseFile = {d}/virtuoso.db
+ErrorLogFile = {d}/virtuoso.log
+LockFile = {d}/virtuoso.lck
+TransactionFile = {d}/virtuoso.trx
+xa_persistent_file = {d}/virtuoso.pxa
+TempStorage = TempDatabase
+[TempDatabase]
+DatabaseFile = {d}/virtuoso-temp.db
+TransactionFile = {d}/virtuoso-temp.trx
+[Parameters]
+ServerPort = 127.0.0.1:{isql}
+DisableUnixSocket = 1
+DirsAllowed = ., {d}/load
+NumberOfBuffers = {buffers}
+MaxDirtyBuffers = {dirty}
+MaxClientConnections = 20
+ThreadsPerQuery = 2
+[HTTPServer]
+ServerPort = 127.0.0.1:{http}
+ServerRoot = {d}/vsp
+ServerThreads = 20
+MaxClientConnections = 20
+[SPARQL]
+ResultSetMaxRows = {max_rows}
+MaxQueryExecutionTime = {max_exec}
+MaxQueryCostEstimationTime = 400
+"""
+
+
+class VirtuosoServer:
+    """A throw-away Virtuoso 7 instance on loopback, loaded with one RDF file.
+
+    Needs ``virtuoso-t`` and ``isql-vt`` (Debian: ``virtuoso-opensource-7-bin``).
+
+    Args:
+        rdf_file: N-Triples/Turtle file to load into ``graph``.
+        graph: the named graph IRI queries should use with ``FROM``.
+        result_max_rows: Virtuoso's ``ResultSetMaxRows`` (silent truncation above it).
+    """
+
+    def __init__(self, rdf_file: str | Path, graph: str = "http://kgreason.org/graph",
+                 result_max_rows: int = 1_000_000, max_exec_s: int = 60,
+                 buffers: int = 170_000):
+        self.virtuoso = shutil.which("virtuoso-t")
+        self.isql = shutil.which("isql-vt")
+        if not self.virtuoso or not self.isql:
+            raise KBUnavailable(
+                "Virtuoso is not installed: apt-get install virtuoso-opensource-7-bin"
+            )
+        self.rdf_file = Path(rdf_file)
+        self.graph = graph
+        self.result_max_rows = result_max_rows
+        self.max_exec_s = max_exec_s
+        self.buffers = buffers
+        self.http_port = free_port()
+        self.isql_port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/sparql"
+
+    def _isql(self, stmt: str) -> str:
+        out = subprocess.run(
+            [self.isql, f"127.0.0.1:{self.isql_port}", "dba", "dba", f"exec={stmt}"],
+            capture_output=True, text=True, timeout=600,
+        )
+        if out.returncode != 0 or "*** Error" in out.stdout + out.stderr:
+            raise KBUnavailable(f"isql failed on {stmt!r}: {out.stdout[-400:]} {out.stderr[-400:]}")
+        return out.stdout
+
+    def start(self) -> VirtuosoServer:
+        self._tmp = tempfile.TemporaryDirectory(prefix="kgr-virtuoso-")
+        d = Path(self._tmp.name)
+        (d / "load").mkdir()
+        (d / "vsp").mkdir()
+        shutil.copy(self.rdf_file, d / "load" / self.rdf_file.name)
+        (d / "virtuoso.ini").write_text(_VIRTUOSO_INI.format(
+            d=d, isql=self.isql_port, http=self.http_port, max_rows=self.result_max_rows,
+            max_exec=self.max_exec_s, buffers=self.buffers, dirty=self.buffers * 3 // 4,
+        ))
+        self.proc = subprocess.Popen(
+            [self.virtuoso, "+foreground", "+configfile", str(d / "virtuoso.ini")],
+            cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_http(self.url + "?query=ASK%7B%7D", self.proc, 90, d / "virtuoso.log")
+            self._isql(f"ld_dir('{d}/load', '{self.rdf_file.name}', '{self.graph}');")
+            self._isql("rdf_loader_run();")
+            self._isql("checkpoint;")
+            state = self._isql("SELECT ll_state, ll_error FROM DB.DBA.load_list;")
+            if "NULL" not in state:
+                raise KBUnavailable(f"Virtuoso load failed: {state[-400:]}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self._isql("checkpoint;")
+            except (KBUnavailable, subprocess.TimeoutExpired, OSError):
+                pass
+        _stop(self.proc, timeout_s=20)
+        self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> VirtuosoServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _venv_bin(name: str) -> str | None:
+    import sys
+
+    p = Path(sys.executable).parent / name
+    return str(p) if p.exists() and os.access(p, os.X_OK) else None

@@ -1,0 +1,180 @@
+"""The data model shared by every part of kgreason (SPEC §2).
+
+Everything here is a plain dataclass so that parts can be used alone from user code and
+serialised to JSON(L) for trajectories and result files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TermKind = Literal["uri", "literal", "bnode"]
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@dataclass(frozen=True, order=True)
+class Term:
+    """One RDF term as returned by a knowledge base.
+
+    For ``uri`` terms ``value`` is the KB-local id (``m.0abc``, ``Q42``, a MetaQA name)
+    when the IRI lies in the KB's namespace, else the full IRI. Literals keep their
+    lexical form, datatype IRI and language tag, so dates and numbers survive as answers.
+    """
+
+    kind: TermKind
+    value: str
+    datatype: str | None = None
+    lang: str | None = None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.kind == "literal"
+
+    @property
+    def is_entity(self) -> bool:
+        return self.kind == "uri"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def uri(cls, value: str) -> Term:
+        return cls("uri", value)
+
+    @classmethod
+    def literal(cls, value: str, datatype: str | None = None, lang: str | None = None) -> Term:
+        # Plain and xsd:string literals are the same term in RDF 1.1.
+        if datatype == XSD + "string":
+            datatype = None
+        return cls("literal", value, datatype, lang)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity or literal answer: KB-local ``id`` plus optional display name."""
+
+    id: str
+    name: str | None = None
+    aliases: tuple[str, ...] = ()
+    datatype: str | None = None  # set for literal answers (dates, numbers)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+
+@dataclass
+class KBQASample:
+    """One question, normalised across datasets."""
+
+    id: str
+    question: str
+    topic_entities: list[Entity] = field(default_factory=list)
+    answers: list[Entity] = field(default_factory=list)
+    sexpr: str | None = None
+    sparql: str | None = None
+    relation_path: list[str] | None = None
+    hops: int | None = None
+    level: str | None = None
+    subgraph: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KBQASample:
+        d = dict(d)
+        d["topic_entities"] = [_entity(e) for e in d.get("topic_entities", [])]
+        d["answers"] = [_entity(e) for e in d.get("answers", [])]
+        return cls(**d)
+
+
+def _entity(d: dict[str, Any] | Entity) -> Entity:
+    if isinstance(d, Entity):
+        return d
+    return Entity(d["id"], d.get("name"), tuple(d.get("aliases", ())), d.get("datatype"))
+
+
+@dataclass
+class Action:
+    """A parsed tool call: a function name and its positional arguments."""
+
+    name: str
+    args: list[str] = field(default_factory=list)
+    raw: str = ""
+
+
+@dataclass
+class Observation:
+    """What the environment shows the agent after an action.
+
+    ``error`` is None on success, else a code of the action space's error taxonomy
+    (e.g. ``KG_ENTITY_NOT_FOUND``); errors are observations, never exceptions.
+    """
+
+    text: str
+    payload: Any = None
+    error: str | None = None
+    entities: list[str] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    kb_calls: int = 0
+
+
+@dataclass
+class Turn:
+    """One policy message and what came back for it."""
+
+    text: str
+    actions: list[Action] = field(default_factory=list)
+    observation: str = ""
+    error: str | None = None
+    entities: list[str] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    is_answer: bool = False
+    kb_calls: int = 0
+    gen_time_s: float = 0.0
+    env_time_s: float = 0.0
+    n_generated_tokens: int = 0
+    n_observation_tokens: int = 0
+
+
+@dataclass
+class Trajectory:
+    """One episode of an agent on one sample.
+
+    Token-level fields (filled by the rollout): ``token_ids``, ``loss_mask`` (1 = policy
+    token, 0 = prompt or environment text) and ``turn_index`` (turn of each token, -1
+    for the prompt) have the same length. Every loss in the library uses only masked
+    tokens.
+    """
+
+    sample_id: str
+    prompt: list[dict[str, str]] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    answer_text: str | None = None
+    answer: list[Entity] = field(default_factory=list)
+    turn_rewards: list[float] = field(default_factory=list)
+    reward: float = 0.0
+    reward_components: dict[str, float] = field(default_factory=dict)
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    turn_index: list[int] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def check_token_fields(self) -> None:
+        """Raise ``ValueError`` unless the token-level fields line up."""
+        n = len(self.token_ids)
+        if len(self.loss_mask) != n or len(self.turn_index) != n:
+            raise ValueError(
+                f"token_ids ({n}), loss_mask ({len(self.loss_mask)}) and turn_index "
+                f"({len(self.turn_index)}) must have the same length"
+            )
+        if any(m not in (0, 1) for m in self.loss_mask):
+            raise ValueError("loss_mask holds values other than 0 and 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
