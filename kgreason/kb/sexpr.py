@@ -1,0 +1,200 @@
+"""GrailQA / KBQA-o1 S-expressions: parser and compiler to SPARQL.
+
+Supported forms (Gu et al. 2021; KBQA-o1 adds ``TC``):
+
+- ``(JOIN r X)``: ``{x | (x, r, y), y in X}``; ``(JOIN (R r) X)``: ``{x | (y, r, x), y in X}``
+- ``(AND A B)``: intersection; ``A`` may be a class (``film.film``)
+- ``(COUNT X)``; ``(ARGMAX X r)`` / ``(ARGMIN X r)`` with ``r`` a relation or a chain
+  ``(JOIN r1 r2)``, ties kept
+- ``(lt r v)``, ``(le r v)``, ``(gt r v)``, ``(ge r v)`` with ``v`` a typed literal
+  ``1990^^http://www.w3.org/2001/XMLSchema#gYear``
+- ``(TC X r t)``: members of ``X`` whose ``[r, r_to]`` interval (``...from`` /
+  ``...to``, or ``start_date`` / ``end_date``) overlaps year or date ``t`` (``NOW`` is
+  2015-08-10 as in KBQA-o1). Missing bounds count as open.
+
+Entities are KB-local ids written bare (``m.0abc``); the compiler turns every id and
+relation into a full IRI through the KB schema (Oxigraph rejects ``ns:a.b.c``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kgreason.errors import KBQueryError
+from kgreason.kb.schema import FREEBASE, KBSchema, sparql_string
+
+SExpr = str | list["SExpr"]
+
+NOW = "2015-08-10"
+_COMPARATORS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_TOKEN = re.compile(r'\(|\)|"(?:[^"\\]|\\.)*"(?:\^\^\S+?(?=[\s)]))?|[^\s()]+')
+
+
+class SExprError(KBQueryError):
+    """The S-expression is malformed or uses an unsupported form."""
+
+
+def parse_sexpr(text: str) -> SExpr:
+    """Parse an S-expression into nested lists of strings.
+
+    >>> parse_sexpr("(JOIN (R film.film.directed_by) m.0abc)")
+    ['JOIN', ['R', 'film.film.directed_by'], 'm.0abc']
+    """
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        raise SExprError("empty S-expression")
+    pos = 0
+
+    def walk() -> SExpr:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise SExprError("unexpected end of S-expression")
+        tok = tokens[pos]
+        pos += 1
+        if tok == "(":
+            out: list[SExpr] = []
+            while pos < len(tokens) and tokens[pos] != ")":
+                out.append(walk())
+            if pos >= len(tokens):
+                raise SExprError("missing ')'")
+            pos += 1
+            return out
+        if tok == ")":
+            raise SExprError("unexpected ')'")
+        return tok
+
+    tree = walk()
+    if pos != len(tokens):
+        raise SExprError(f"trailing tokens after the expression: {tokens[pos:]}")
+    return tree
+
+
+@dataclass
+class _Ctx:
+    schema: KBSchema
+    n: int = 0
+
+    def var(self) -> str:
+        self.n += 1
+        return f"?v{self.n}"
+
+
+def _is_literal(tok: str) -> bool:
+    return "^^" in tok or tok.startswith('"')
+
+
+def _literal(tok: str) -> str:
+    if tok.startswith('"'):
+        m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"(?:\^\^<?([^>]+)>?)?', tok)
+        if not m:
+            raise SExprError(f"bad literal {tok!r}")
+        return sparql_string(m.group(1).encode().decode("unicode_escape"), datatype=m.group(2))
+    value, _, dtype = tok.partition("^^")
+    return sparql_string(value, datatype=dtype or None)
+
+
+def _is_class(tok: SExpr) -> bool:
+    # Classes are dotted schema names (film.film); entities are ids (m.0abc, Q42).
+    return isinstance(tok, str) and tok.count(".") >= 1 and not re.match(r"^[mg]\.", tok) \
+        and not _is_literal(tok)
+
+
+def _rel(ctx: _Ctx, r: SExpr, subj: str, obj: str) -> str:
+    if isinstance(r, list):
+        if len(r) == 2 and r[0] == "R":
+            return _rel(ctx, r[1], obj, subj)
+        if len(r) == 3 and r[0] == "JOIN":  # a relation chain r1 then r2
+            mid = ctx.var()
+            return f"{_rel(ctx, r[1], subj, mid)} {_rel(ctx, r[2], mid, obj)}"
+        raise SExprError(f"bad relation {r!r}")
+    return f"{subj} {ctx.schema.relation_ref(r)} {obj} ."
+
+
+def _set(ctx: _Ctx, e: SExpr, var: str) -> str:
+    """Graph patterns that bind ``var`` to the members of ``e``."""
+    s = ctx.schema
+    if isinstance(e, str):
+        if _is_literal(e):
+            return f"VALUES {var} {{ {_literal(e)} }}"
+        if _is_class(e) and s.type_relation:
+            return f"{var} {s.relation_ref(s.type_relation)} {s.relation_ref(e)} ."
+        return f"VALUES {var} {{ {s.entity_ref(e)} }}"
+    if not e:
+        raise SExprError("empty expression")
+    head, args = e[0], e[1:]
+    if head == "JOIN":
+        if len(args) != 2:
+            raise SExprError("JOIN takes a relation and an expression")
+        rel, arg = args
+        if isinstance(arg, str) and not _is_class(arg):
+            obj = _literal(arg) if _is_literal(arg) else s.entity_ref(arg)
+            return _rel(ctx, rel, var, obj)
+        y = ctx.var()
+        return f"{_rel(ctx, rel, var, y)} {_set(ctx, arg, y)}"
+    if head == "AND":
+        if len(args) != 2:
+            raise SExprError("AND takes two expressions")
+        return f"{_set(ctx, args[0], var)} {_set(ctx, args[1], var)}"
+    if head in _COMPARATORS:
+        if len(args) != 2 or not isinstance(args[1], str):
+            raise SExprError(f"{head} takes a relation and a literal")
+        v = ctx.var()
+        return f"{_rel(ctx, args[0], var, v)} FILTER({v} {_COMPARATORS[head]} {_literal(args[1])})"
+    if head == "TC":
+        if len(args) != 3 or not isinstance(args[1], str) or not isinstance(args[2], str):
+            raise SExprError("TC takes an expression, a relation and a time")
+        inner = _set(ctx, args[0], var)
+        r_from = args[1]
+        r_to = _to_relation(r_from)
+        t = NOW if args[2].upper() == "NOW" else args[2].split("^^")[0].strip('"')
+        start, end = (t, t) if len(t) > 4 else (t, f"{t}-12-31")
+        f, g = ctx.var(), ctx.var()
+        # ISO-8601 lexical forms compare correctly as strings, for years and dates alike.
+        return (
+            f"{inner} FILTER NOT EXISTS {{ {var} {s.relation_ref(r_from)} {f} . "
+            f"FILTER(STR({f}) > {sparql_string(end)}) }} "
+            f"FILTER NOT EXISTS {{ {var} {s.relation_ref(r_to)} {g} . "
+            f"FILTER(STR({g}) < {sparql_string(start)}) }}"
+        )
+    if head in ("COUNT", "ARGMAX", "ARGMIN"):
+        raise SExprError(f"{head} is only supported at the top of an expression")
+    raise SExprError(f"unsupported S-expression function {head!r}")
+
+
+def _to_relation(r_from: str) -> str:
+    for a, b in ((".from", ".to"), ("start_date", "end_date"), ("_from", "_to")):
+        if r_from.endswith(a):
+            return r_from[: -len(a)] + b
+    raise SExprError(f"cannot derive the end relation of {r_from!r} for TC")
+
+
+def sexpr_to_sparql(sexpr: str | SExpr, schema: KBSchema = FREEBASE) -> str:
+    """Compile an S-expression to a SPARQL SELECT over the answer variable ``?x``.
+
+    COUNT queries select ``?count``; everything else selects ``DISTINCT ?x``.
+
+    >>> q = sexpr_to_sparql("(COUNT (JOIN film.film.directed_by m.0abc))")
+    >>> q.startswith("SELECT (COUNT(DISTINCT ?x) AS ?count)")
+    True
+    """
+    tree = parse_sexpr(sexpr) if isinstance(sexpr, str) else sexpr
+    ctx = _Ctx(schema)
+    if isinstance(tree, list) and tree and tree[0] == "COUNT":
+        if len(tree) != 2:
+            raise SExprError("COUNT takes one expression")
+        return f"SELECT (COUNT(DISTINCT ?x) AS ?count) WHERE {{ {_set(ctx, tree[1], '?x')} }}"
+    if isinstance(tree, list) and tree and tree[0] in ("ARGMAX", "ARGMIN"):
+        if len(tree) != 3:
+            raise SExprError(f"{tree[0]} takes an expression and a relation")
+        agg = "MAX" if tree[0] == "ARGMAX" else "MIN"
+        body = _set(ctx, tree[1], "?x")
+        v = ctx.var()
+        sub_body = _set(ctx, tree[1], "?y")
+        w = ctx.var()
+        return (
+            f"SELECT DISTINCT ?x WHERE {{ {body} {_rel(ctx, tree[2], '?x', v)} "
+            f"{{ SELECT ({agg}({w}) AS ?best) WHERE {{ {sub_body} {_rel(ctx, tree[2], '?y', w)} }} }} "
+            f"FILTER({v} = ?best) }}"
+        )
+    return f"SELECT DISTINCT ?x WHERE {{ {_set(ctx, tree, '?x')} }}"
