@@ -151,6 +151,8 @@ class KnowledgeBase(abc.ABC):
         Prefers a name in the schema language, then a plain one; ties by lexical order.
         """
         ids = list(dict.fromkeys(ids))
+        if self.schema.ids_are_names:
+            return {i: i for i in ids}
         out: dict[str, str] = {}
         if not ids or not self.schema.name_relations:
             return out

@@ -74,6 +74,8 @@ class KBSchema:
     type_relation: str | None = "type.object.type"
     lang: str | None = "en"
     hidden_relations: tuple[str, ...] = field(default=())
+    #: ids are the display names (MetaQA); ``names`` then needs no query
+    ids_are_names: bool = False
 
     def entity_iri(self, id_: str) -> str:
         if id_.startswith(("http://", "https://")):
@@ -121,6 +123,7 @@ METAQA = KBSchema(
     alias_relations=(),
     type_relation=None,
     lang=None,
+    ids_are_names=True,
 )
 
 GENERIC = KBSchema(

@@ -113,6 +113,8 @@ class TripleStoreKB(KnowledgeBase):
         return e in self._out or Term.uri(e) in self._in
 
     def names(self, ids: Iterable[str]) -> dict[str, str]:
+        if self.schema.ids_are_names:
+            return {i: i for i in dict.fromkeys(ids)}
         out: dict[str, str] = {}
         lang = self.schema.lang
         for e in dict.fromkeys(ids):

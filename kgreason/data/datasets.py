@@ -1,0 +1,363 @@
+"""Dataset loaders, each normalising one benchmark format to :class:`KBQASample`.
+
+``load_dataset(name, path, split)`` is the single entry point; ``name`` is one of
+:data:`DATASETS`. Official formats and the Think-on-Graph (ToG) evaluation files are both
+recognised from their fields, so the same name reads either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kgreason.errors import DatasetError
+from kgreason.types import Entity, KBQASample
+
+Loader = Callable[..., list[KBQASample]]
+DATASETS: dict[str, Loader] = {}
+
+
+def register_dataset(name: str) -> Callable[[Loader], Loader]:
+    def deco(fn: Loader) -> Loader:
+        if name in DATASETS and DATASETS[name] is not fn:
+            raise ValueError(f"dataset {name!r} is already registered")
+        DATASETS[name] = fn
+        return fn
+    return deco
+
+
+def load_dataset(name: str, path: str | Path | None = None, split: str = "dev",
+                 limit: int | None = None, **kw: Any) -> list[KBQASample]:
+    """Load a KBQA dataset as a list of :class:`KBQASample`.
+
+    Args:
+        name: one of ``demo``, ``metaqa``, ``webqsp``, ``cwq``, ``grailqa``,
+            ``webquestions``, ``simplequestions``, ``qald10``, ``rog``.
+        path: the file (or, for MetaQA, the folder holding ``kb.txt``). ``demo`` needs none.
+        split: dataset split where the format has several (demo, MetaQA).
+        limit: keep only the first ``limit`` samples.
+
+    Raises:
+        DatasetError: unknown name, missing file, or a file not in the expected format.
+    """
+    key = name.lower().replace("-", "").replace("_", "")
+    aliases = {"qald": "qald10", "qald10en": "qald10", "simpleqa": "simplequestions",
+               "webq": "webquestions", "complexwebquestions": "cwq"}
+    key = aliases.get(key, key)
+    if key not in DATASETS:
+        raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+    if path is None and key != "demo":
+        raise DatasetError(f"dataset {name!r} needs a path")
+    samples = DATASETS[key](path, split=split, **kw)
+    return samples[:limit] if limit is not None else samples
+
+
+def _read_json(path: str | Path) -> Any:
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(f"dataset file not found: {p}")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{p}: not valid JSON ({e})") from None
+
+
+def _records(data: Any, path: str | Path, *keys: str) -> list[dict]:
+    if isinstance(data, dict):
+        for k in keys:
+            if k in data:
+                data = data[k]
+                break
+    if not isinstance(data, list) or (data and not isinstance(data[0], dict)):
+        raise DatasetError(f"{path}: expected a list of question records")
+    return data
+
+
+def _require(rec: dict, path: str | Path, *fields: str) -> None:
+    missing = [f for f in fields if f not in rec]
+    if missing:
+        raise DatasetError(f"{path}: record lacks {missing} (has {sorted(rec)[:8]})")
+
+
+def _topic_map(m: dict[str, str] | None) -> list[Entity]:
+    return [Entity(k, v) for k, v in (m or {}).items()]
+
+
+# ---------------------------------------------------------------------- demo
+@register_dataset("demo")
+def load_demo(path: str | Path | None = None, split: str = "dev", **_: Any) -> list[KBQASample]:
+    """The demo questions shipped with kgreason (``split``: train/dev/test/all)."""
+    from kgreason.data.demo.build import QUESTIONS_FILE
+
+    records = _read_json(path or QUESTIONS_FILE.with_suffix(".jsonl"))
+    out = [KBQASample.from_dict(r) for r in records]
+    return out if split == "all" else [s for s in out if s.meta.get("split") == split]
+
+
+# -------------------------------------------------------------------- MetaQA
+_METAQA_REL = {
+    ("movie", "director"): "directed_by", ("director", "movie"): "~directed_by",
+    ("movie", "actor"): "starred_actors", ("actor", "movie"): "~starred_actors",
+    ("movie", "writer"): "written_by", ("writer", "movie"): "~written_by",
+    ("movie", "year"): "release_year", ("movie", "genre"): "has_genre",
+    ("movie", "language"): "in_language", ("movie", "tags"): "has_tags",
+    ("tag", "movie"): "~has_tags", ("movie", "imdbrating"): "has_imdb_rating",
+    ("movie", "imdbvotes"): "has_imdb_votes",
+}
+
+
+def metaqa_path(qtype: str) -> list[str] | None:
+    """The relation path of a MetaQA question type (``~r`` walks ``r`` backwards).
+
+    >>> metaqa_path("director_to_movie_to_language")
+    ['~directed_by', 'in_language']
+    """
+    nodes = qtype.split("_to_")
+    path = []
+    for a, b in zip(nodes, nodes[1:], strict=False):
+        rel = _METAQA_REL.get((a, b))
+        if rel is None:
+            return None
+        path.append(rel)
+    return path
+
+
+_TOPIC = re.compile(r"\[([^\]]+)\]")
+
+
+@register_dataset("metaqa")
+def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] = (1, 2, 3),
+                variant: str = "vanilla", **_: Any) -> list[KBQASample]:
+    """MetaQA ``{k}-hop/{variant}/qa_{split}.txt`` with ``qa_{split}_qtype.txt`` types."""
+    root = Path(path)
+    if root.is_file():
+        root = root.parent
+    hop_list = [hops] if isinstance(hops, int) else list(hops)
+    out: list[KBQASample] = []
+    for h in hop_list:
+        qa = root / f"{h}-hop" / variant / f"qa_{split}.txt"
+        if not qa.exists():
+            raise DatasetError(f"MetaQA file not found: {qa}")
+        qt_file = root / f"{h}-hop" / f"qa_{split}_qtype.txt"
+        qtypes = qt_file.read_text(encoding="utf-8").splitlines() if qt_file.exists() else []
+        for i, line in enumerate(qa.read_text(encoding="utf-8").splitlines()):
+            if not line.strip():
+                continue
+            if "\t" not in line:
+                raise DatasetError(f"{qa}:{i + 1}: expected 'question<TAB>answers'")
+            question, answers = line.split("\t", 1)
+            topics = _TOPIC.findall(question)
+            qtype = qtypes[i].strip() if i < len(qtypes) else None
+            out.append(KBQASample(
+                id=f"metaqa-{h}hop-{split}-{i}",
+                question=_TOPIC.sub(r"\1", question).strip(),
+                topic_entities=[Entity(t, t) for t in topics],
+                answers=[Entity(a, a) for a in answers.split("|") if a],
+                relation_path=metaqa_path(qtype) if qtype else None,
+                hops=h,
+                level=qtype,
+                meta={"raw_question": question, "qtype": qtype},
+            ))
+    return out
+
+
+# ------------------------------------------------------------- Freebase sets
+def _entity_answers(items: Iterable[dict], id_key: str, name_key: str) -> list[Entity]:
+    out = []
+    for a in items:
+        arg = a.get(id_key)
+        if arg is None:
+            continue
+        datatype = None if str(a.get("AnswerType", a.get("answer_type", "Entity"))).lower() == "entity" else "literal"
+        out.append(Entity(str(arg), a.get(name_key) or (str(arg) if datatype else None), datatype=datatype))
+    return out
+
+
+@register_dataset("webqsp")
+def load_webqsp(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
+    """WebQSP official JSON (``{"Questions": [...]}``); every parse's answers are gold variants."""
+    data = _read_json(path)
+    out = []
+    for rec in _records(data, path, "Questions"):
+        _require(rec, path, "QuestionId", "Parses")
+        parses = rec["Parses"] or []
+        answers: list[Entity] = []
+        topics: dict[str, Entity] = {}
+        for p in parses:
+            answers += _entity_answers(p.get("Answers") or [], "AnswerArgument", "EntityName")
+            if p.get("TopicEntityMid"):
+                topics[p["TopicEntityMid"]] = Entity(p["TopicEntityMid"], p.get("TopicEntityName"))
+        first = parses[0] if parses else {}
+        chain = first.get("InferentialChain")
+        out.append(KBQASample(
+            id=rec["QuestionId"],
+            question=rec.get("ProcessedQuestion") or rec.get("RawQuestion", ""),
+            topic_entities=list(topics.values()),
+            answers=list(dict.fromkeys(answers)),
+            sparql=first.get("Sparql"),
+            relation_path=list(chain) if chain else None,
+            hops=len(chain) if chain else None,
+            meta={"raw_question": rec.get("RawQuestion"), "n_parses": len(parses)},
+        ))
+    return out
+
+
+@register_dataset("cwq")
+def load_cwq(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
+    """ComplexWebQuestions: official (answers as MIDs or ``answers`` objects) or ToG JSON."""
+    out = []
+    for rec in _records(_read_json(path), path):
+        _require(rec, path, "ID", "question")
+        if "answers" in rec:  # official release: [{"answer", "answer_id", "aliases"}]
+            answers = [Entity(a["answer_id"], a.get("answer"), tuple(a.get("aliases") or ()))
+                       for a in rec["answers"]]
+        elif isinstance(rec.get("answer"), list):  # MIDs
+            answers = [Entity(m) for m in rec["answer"]]
+        elif isinstance(rec.get("answer"), str):  # ToG: one answer name
+            answers = [Entity(rec["answer"], rec["answer"])]
+        else:
+            raise DatasetError(f"{path}: CWQ record {rec['ID']} has no answers")
+        out.append(KBQASample(
+            id=rec["ID"],
+            question=rec["question"],
+            topic_entities=_topic_map(rec.get("topic_entity")),
+            answers=answers,
+            sparql=rec.get("sparql"),
+            level=rec.get("compositionality_type"),
+            meta={"machine_question": rec.get("machine_question"), "webqsp_id": rec.get("webqsp_ID")},
+        ))
+    return out
+
+
+@register_dataset("grailqa")
+def load_grailqa(path: str | Path, split: str = "dev", **_: Any) -> list[KBQASample]:
+    """GrailQA official or ToG JSON; keeps ``s_expression``, ``graph_query`` and ``level``."""
+    out = []
+    for rec in _records(_read_json(path), path):
+        _require(rec, path, "qid", "question", "answer")
+        topics = _topic_map(rec.get("topic_entity"))
+        if not topics and rec.get("graph_query"):
+            topics = [Entity(n["id"], n.get("friendly_name")) for n in rec["graph_query"]["nodes"]
+                      if n.get("node_type") == "entity"]
+        out.append(KBQASample(
+            id=str(rec["qid"]),
+            question=rec["question"],
+            topic_entities=topics,
+            answers=_entity_answers(rec["answer"], "answer_argument", "entity_name"),
+            sexpr=rec.get("s_expression"),
+            sparql=rec.get("sparql_query"),
+            hops=rec.get("num_edge"),
+            level=rec.get("level"),
+            meta={"graph_query": rec.get("graph_query"), "function": rec.get("function"),
+                  "domains": rec.get("domains"), "num_node": rec.get("num_node")},
+        ))
+    return out
+
+
+_TARGET = re.compile(r'\(description (?:"((?:[^"\\]|\\.)*)"|([^)]*))\)')
+
+
+@register_dataset("webquestions")
+def load_webquestions(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
+    """WebQuestions: official (``utterance``/``targetValue``) or ToG (``question``/``answers``)."""
+    out = []
+    for i, rec in enumerate(_records(_read_json(path), path)):
+        if "targetValue" in rec:
+            names = [a or b for a, b in _TARGET.findall(rec["targetValue"])]
+            question = rec.get("utterance", "")
+        else:
+            _require(rec, path, "question", "answers")
+            names, question = rec["answers"], rec["question"]
+        out.append(KBQASample(
+            id=f"webq-{split}-{i}",
+            question=question,
+            topic_entities=_topic_map(rec.get("topic_entity")),
+            answers=[Entity(n, n) for n in names],
+            meta={"url": rec.get("url"), "qid_topic_entity": rec.get("qid_topic_entity")},
+        ))
+    return out
+
+
+@register_dataset("simplequestions")
+def load_simplequestions(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
+    """SimpleQuestions: official TSV (``subject relation object question``) or ToG JSON."""
+    p = Path(path)
+    out = []
+    if p.suffix in (".txt", ".tsv"):
+        if not p.exists():
+            raise DatasetError(f"dataset file not found: {p}")
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()):
+            parts = line.split("\t")
+            if len(parts) != 4:
+                raise DatasetError(f"{p}:{i + 1}: expected 4 tab-separated fields")
+            s, r, o, q = (x.replace("www.freebase.com/", "") for x in parts)
+            out.append(KBQASample(
+                id=f"sq-{split}-{i}", question=q,
+                topic_entities=[Entity(s.replace("/", ".").lstrip("."))],
+                answers=[Entity(o.replace("/", ".").lstrip("."))],
+                relation_path=[r.strip("/").replace("/", ".")], hops=1,
+            ))
+        return out
+    for i, rec in enumerate(_records(_read_json(p), p)):
+        _require(rec, p, "question", "answer")
+        ans = rec["answer"] if isinstance(rec["answer"], list) else [rec["answer"]]
+        out.append(KBQASample(
+            id=f"sq-{split}-{i}", question=rec["question"],
+            topic_entities=_topic_map(rec.get("topic_entity")),
+            answers=[Entity(a, a) for a in ans], hops=1,
+            meta={"relation": rec.get("relation")},
+        ))
+    return out
+
+
+@register_dataset("qald10")
+def load_qald10(path: str | Path, split: str = "test", lang: str = "en", **_: Any) -> list[KBQASample]:
+    """QALD-10: official multilingual JSON (``{"questions": [...]}``) or ToG JSON."""
+    data = _read_json(path)
+    out = []
+    for i, rec in enumerate(_records(data, path, "questions")):
+        if isinstance(rec.get("question"), list):  # official
+            text = next((q["string"] for q in rec["question"] if q.get("language") == lang), "")
+            answers: list[Entity] = []
+            for a in rec.get("answers") or []:
+                if "boolean" in a:
+                    answers.append(Entity(str(a["boolean"]).lower(), datatype="boolean"))
+                for b in a.get("results", {}).get("bindings", []):
+                    for v in b.values():
+                        val = v["value"].rsplit("/", 1)[-1] if v.get("type") == "uri" else v["value"]
+                        answers.append(Entity(val, None if v.get("type") == "uri" else val,
+                                              datatype=v.get("datatype")))
+            out.append(KBQASample(id=str(rec.get("id", i)), question=text, answers=answers,
+                                  sparql=(rec.get("query") or {}).get("sparql")))
+        else:
+            _require(rec, path, "question", "answer")
+            out.append(KBQASample(
+                id=f"qald10-{i}", question=rec["question"],
+                topic_entities=_topic_map(rec.get("qid_topic_entity")),
+                answers=_topic_map(rec["answer"]), sparql=rec.get("sparql"),
+            ))
+    return out
+
+
+@register_dataset("rog")
+def load_rog(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
+    """RoG-style JSON(L) with per-question subgraphs; ``subgraph`` is the record id.
+
+    Pair with :func:`kgreason.kb.load_rog_subgraphs` on the same file for the KB.
+    """
+    out = []
+    for rec in _records(_read_json(path), path):
+        _require(rec, path, "id", "question", "answer")
+        out.append(KBQASample(
+            id=str(rec["id"]), question=rec["question"],
+            topic_entities=[Entity(e, e) for e in rec.get("q_entity", [])],
+            answers=[Entity(a, a) for a in rec["answer"]],
+            subgraph=str(rec["id"]),
+        ))
+    return out

@@ -1,0 +1,12 @@
+"""Action spaces and the multi-turn KG environment (SPEC §4)."""
+
+from kgreason.envs.base import ActionSpace, EpisodeState, KGEnv, ParseError, StepResult
+from kgreason.envs.factory import ACTION_SPACES, make_env, register_action_space
+from kgreason.envs.kg_r1 import KGR1ActionSpace
+
+register_action_space("kg_r1")(KGR1ActionSpace)
+
+__all__ = [
+    "ACTION_SPACES", "ActionSpace", "EpisodeState", "KGEnv", "KGR1ActionSpace", "ParseError",
+    "StepResult", "make_env", "register_action_space",
+]

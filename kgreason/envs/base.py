@@ -1,0 +1,258 @@
+"""The environment contract (SPEC §4): action spaces and the multi-turn KG environment.
+
+``KGEnv.reset/step`` are the public template methods: they validate calls, count turns,
+force the final answer, resolve answers and record the :class:`Trajectory`; subclasses
+and action spaces only implement ``_reset/_step`` and ``parse/execute``.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgreason.envs.text import TokenCounter, approx_tokens, boxed, last_tag, split_answer
+from kgreason.errors import EnvError, KBError
+from kgreason.kb.base import KnowledgeBase
+from kgreason.types import Action, Entity, KBQASample, Observation, Trajectory, Turn
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """A policy message that is not a valid action: returned by ``parse``, never raised."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class StepResult:
+    """What :meth:`KGEnv.step` returns.
+
+    ``observation`` is the exact text to append to the context after the policy's message
+    (empty once ``done``); ``info`` holds ``error`` (a code or None), ``actions``,
+    ``kb_calls``, ``turn``, ``answer`` (once done) and ``last_turn_next``.
+    """
+
+    observation: str
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EpisodeState:
+    """Per-episode state shared by env and action space."""
+
+    sample: KBQASample
+    kb: KnowledgeBase
+    turn: int = 0
+    done: bool = False
+    #: names the agent has seen (topic entities, observations) → KB ids
+    known: dict[str, list[str]] = field(default_factory=dict)
+    issued: set[str] = field(default_factory=set)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def remember(self, name: str, id_: str) -> None:
+        ids = self.known.setdefault(name, [])
+        if id_ not in ids:
+            ids.append(id_)
+        lower = self.known.setdefault(name.lower(), [])
+        if id_ not in lower:
+            lower.append(id_)
+
+
+class ActionSpace(abc.ABC):
+    """Tags, tools and their execution for one method.
+
+    Subclasses set ``name`` and ``stop_sequences`` and implement the abstract methods.
+    """
+
+    name: str = ""
+    stop_sequences: tuple[str, ...] = ()
+    answer_tag = "answer"
+
+    @abc.abstractmethod
+    def instructions(self) -> str:
+        """The tool description included in the prompt."""
+
+    @abc.abstractmethod
+    def prompt(self, sample: KBQASample, max_turns: int) -> list[dict[str, str]]:
+        """Chat messages that open an episode."""
+
+    @abc.abstractmethod
+    def parse(self, text: str) -> list[Action] | ParseError:
+        """Actions in a policy message (``[]`` when it only answers)."""
+
+    @abc.abstractmethod
+    def execute(self, action: Action, state: EpisodeState) -> Observation:
+        """Run one action; errors come back as an ``Observation`` with ``error`` set."""
+
+    def format_observation(self, obs: Sequence[Observation]) -> str:
+        """Wrap observations for the context (default: one ``<information>`` block)."""
+        return "\n\n<information>" + "\n".join(o.text for o in obs) + "</information>\n\n"
+
+    def extract_answer(self, text: str) -> str | None:
+        """Raw answer text: ``<answer>``, then ``\\boxed{}`` inside it or alone."""
+        ans = last_tag(text, self.answer_tag)
+        if ans is not None:
+            inner = boxed(ans)
+            return inner if inner is not None else ans
+        return boxed(text)
+
+    def init_state(self, state: EpisodeState) -> None:  # noqa: B027 - optional hook
+        """Prepare per-episode state (e.g. pick the sample's subgraph)."""
+
+    def last_turn_note(self) -> str:
+        return "This is your last turn: give your final answer inside <answer>...</answer> now."
+
+
+class KGEnv:
+    """A multi-turn environment over one KB and one action space.
+
+    Args:
+        action_space: the method's tags and tools.
+        kb: the knowledge base (global, or holding per-question subgraphs).
+        max_turns: H; on turn H only an answer is accepted (forced final answer).
+        max_obs_tokens: observation budget; longer observations end with "… N more".
+        count_tokens: token counter for budgets (a tokenizer's, or an estimate).
+        resolve_answers: map answer strings to KB ids where the KB knows them.
+    """
+
+    def __init__(self, action_space: ActionSpace, kb: KnowledgeBase, max_turns: int = 5,
+                 max_obs_tokens: int = 512, count_tokens: TokenCounter = approx_tokens,
+                 resolve_answers: bool = True):
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.action_space = action_space
+        self.kb = kb
+        self.max_turns = max_turns
+        self.max_obs_tokens = max_obs_tokens
+        self.count_tokens = count_tokens
+        self.resolve_answers = resolve_answers
+        self.state: EpisodeState | None = None
+        self.trajectory: Trajectory | None = None
+
+    @property
+    def stop_sequences(self) -> tuple[str, ...]:
+        return self.action_space.stop_sequences
+
+    # ---------------------------------------------------------------- public
+    def reset(self, sample: KBQASample) -> list[dict[str, str]]:
+        """Start an episode on ``sample``; returns the opening chat messages."""
+        if not isinstance(sample, KBQASample):
+            raise EnvError(f"reset expects a KBQASample, got {type(sample).__name__}")
+        self.state = EpisodeState(sample=sample, kb=self.kb)
+        for e in sample.topic_entities:
+            self.state.remember(e.id, e.id)
+            if e.name:
+                self.state.remember(e.name, e.id)
+        messages = self._reset(sample)
+        self.trajectory = Trajectory(sample_id=sample.id, prompt=messages)
+        return messages
+
+    def step(self, policy_text: str) -> StepResult:
+        """Advance one turn with the policy's message."""
+        if self.state is None or self.trajectory is None:
+            raise EnvError("step() called before reset()")
+        if self.state.done:
+            raise EnvError("step() called on a finished episode; call reset()")
+        if not isinstance(policy_text, str):
+            raise EnvError(f"step expects the policy's text, got {type(policy_text).__name__}")
+        self.state.turn += 1
+        t0 = time.perf_counter()
+        result = self._step(policy_text)
+        last = self.state.turn >= self.max_turns
+        if last and not result.done:
+            # Forced final answer: the last turn executes no query.
+            result = StepResult("", True, {**result.info, "error": result.info.get("error") or "NO_ANSWER",
+                                             "forced": True})
+        if result.done:
+            self.state.done = True
+            result.observation = ""
+        elif self.state.turn + 1 >= self.max_turns:
+            result.observation = result.observation.rstrip("\n") + "\n" + self.action_space.last_turn_note() + "\n\n"
+            result.info["last_turn_next"] = True
+        result.info["turn"] = self.state.turn
+        turn = Turn(
+            text=policy_text,
+            actions=result.info.get("actions", []),
+            observation=result.observation,
+            error=result.info.get("error"),
+            entities=result.info.get("entities", []),
+            relations=result.info.get("relations", []),
+            is_answer="answer_text" in result.info,
+            kb_calls=result.info.get("kb_calls", 0),
+            env_time_s=time.perf_counter() - t0,
+            n_observation_tokens=self.count_tokens(result.observation) if result.observation else 0,
+        )
+        self.trajectory.turns.append(turn)
+        if result.done:
+            self.trajectory.answer_text = result.info.get("answer_text")
+            self.trajectory.answer = result.info.get("answer", [])
+        return result
+
+    @property
+    def done(self) -> bool:
+        return self.state is not None and self.state.done
+
+    # --------------------------------------------------------------- hooks
+    def _reset(self, sample: KBQASample) -> list[dict[str, str]]:
+        assert self.state is not None
+        self.action_space.init_state(self.state)
+        return self.action_space.prompt(sample, self.max_turns)
+
+    def _step(self, text: str) -> StepResult:
+        assert self.state is not None
+        space = self.action_space
+        answer = space.extract_answer(text)
+        parsed = space.parse(text)
+        if answer is not None and (isinstance(parsed, ParseError) or not parsed):
+            resolved = self.resolve(answer)
+            return StepResult("", True, {"answer_text": answer, "answer": resolved, "actions": [],
+                                         "error": None, "kb_calls": 0})
+        if isinstance(parsed, ParseError):
+            obs = Observation(parsed.message, error=parsed.code)
+            return StepResult(space.format_observation([obs]), False,
+                              {"error": parsed.code, "actions": [], "kb_calls": 0})
+        observations = [space.execute(a, self.state) for a in parsed]
+        errors = [o.error for o in observations if o.error]
+        return StepResult(
+            space.format_observation(observations),
+            False,
+            {
+                "error": errors[0] if errors else None,
+                "errors": errors,
+                "actions": parsed,
+                "kb_calls": sum(o.kb_calls for o in observations),
+                "entities": [e for o in observations for e in o.entities],
+                "relations": [r for o in observations for r in o.relations],
+                "payloads": [o.payload for o in observations],
+            },
+        )
+
+    # ------------------------------------------------------------ answers
+    def resolve(self, answer_text: str) -> list[Entity]:
+        """Split an answer string and map each part to a KB id where possible.
+
+        Names the agent saw in this episode win over a global look-up (so "Paris" means
+        the Paris it was shown); unknown strings stay as literal answers.
+        """
+        assert self.state is not None
+        state = self.state
+
+        def known(s: str) -> bool:
+            return s in state.known or s.lower() in state.known
+
+        parts = split_answer(answer_text, is_known=known)
+        out: list[Entity] = []
+        for p in parts:
+            ids = state.known.get(p) or state.known.get(p.lower())
+            if not ids and self.resolve_answers:
+                try:
+                    ids = self.kb.lookup(p)
+                except KBError:  # resolution is best effort; the string still counts
+                    ids = []
+            out.append(Entity(ids[0], p) if ids else Entity(p, p))
+        return out

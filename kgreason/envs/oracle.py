@@ -1,0 +1,75 @@
+"""A scripted KG-R1 policy that follows a sample's gold relation path.
+
+It checks that the action space can express a question (every hop is one
+``get_tail_entities`` / ``get_head_entities`` call per frontier entity) and produces
+well-formed trajectories with templated ``<think>`` text, the raw material of cold-start
+SFT data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgreason.envs.base import KGEnv
+from kgreason.types import KBQASample, Trajectory
+
+
+def expressible(sample: KBQASample) -> bool:
+    """Whether the oracle can answer ``sample``: a relation path, and no constraint
+    beyond counting (superlatives, comparisons and time filters need SPARQL)."""
+    return bool(sample.relation_path) and bool(sample.topic_entities)
+
+
+@dataclass
+class PathOracle:
+    """Follow ``sample.relation_path`` from its first topic entity.
+
+    Args:
+        exclude_topic: never pass through or answer the topic entity again (MetaQA's
+            convention: "genres of movies that share actors with X" skips X itself).
+        by_name: refer to entities by name when the name is unambiguous, else by id.
+    """
+
+    exclude_topic: bool = True
+    by_name: bool = True
+
+    def messages(self, env: KGEnv, sample: KBQASample) -> Trajectory:
+        """Play one episode on ``env``; returns its trajectory (answer resolved)."""
+        if not expressible(sample):
+            raise ValueError(f"sample {sample.id} has no relation path the oracle can follow")
+        env.reset(sample)
+        kb = env.kb
+        topic = sample.topic_entities[0]
+        frontier = [topic.id]
+        labels = {topic.id: topic.name or topic.id}
+        path = sample.relation_path or []
+        for i, step in enumerate(path):
+            backward = step.startswith("~")
+            rel = step[1:] if backward else step
+            fn = "get_head_entities" if backward else "get_tail_entities"
+            nxt: list[str] = []
+            for e in frontier:
+                arg = labels.get(e, e)
+                if not self.by_name or arg != e and kb.lookup(arg) != [e]:
+                    arg = e
+                think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {labels.get(e, e)} "
+                         f"(step {i + 1} of {len(path)}).")
+                r = env.step(f'<think>{think}</think>\n<kg-query>{fn}("{arg}", "{rel}")</kg-query>')
+                if r.done:
+                    assert env.trajectory is not None
+                    return env.trajectory
+                for payload in r.info.get("payloads", []):
+                    if payload and "ids" in payload:
+                        for x, lab in zip(payload["ids"], payload["labels"], strict=True):
+                            labels.setdefault(x, lab)
+                            nxt.append(x)
+            frontier = list(dict.fromkeys(nxt))
+            if self.exclude_topic:
+                frontier = [x for x in frontier if x != topic.id]
+        if sample.meta.get("count"):
+            answer = str(len(frontier))
+        else:
+            answer = ", ".join(labels.get(x, x) for x in frontier)
+        env.step(f"<think>The answer is what the last hop returned.</think>\n<answer>{answer}</answer>")
+        assert env.trajectory is not None
+        return env.trajectory

@@ -1,0 +1,139 @@
+"""Text utilities every action space shares: tag extraction, answer splitting, truncation."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+TokenCounter = Callable[[str], int]
+
+
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free token estimate (≈ 4 characters a token, at least 1 per word).
+
+    >>> approx_tokens("get_tail_relations")
+    5
+    """
+    return max(len(text.split()), (len(text) + 3) // 4)
+
+
+def last_tag(text: str, tag: str) -> str | None:
+    """Content of the last complete ``<tag>...</tag>``; an unclosed last tag counts too.
+
+    >>> last_tag("<think>x</think><answer> Paris </answer>", "answer")
+    'Paris'
+    >>> last_tag("<kg-query> get_tail_relations(x)", "kg-query")
+    'get_tail_relations(x)'
+    """
+    closed = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.S)
+    if closed:
+        return closed[-1].strip()
+    m = re.search(rf"<{re.escape(tag)}>(?!.*<{re.escape(tag)}>)(.*)$", text, flags=re.S)
+    return m.group(1).strip() if m else None
+
+
+def boxed(text: str) -> str | None:
+    r"""Content of the last ``\boxed{...}`` (balanced braces).
+
+    >>> boxed(r"so \boxed{Paris, Lyon}.")
+    'Paris, Lyon'
+    """
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    i, depth = start + len("\\boxed{"), 1
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j].strip()
+    return None
+
+
+def split_answer(raw: str, is_known: Callable[[str], bool] | None = None) -> list[str]:
+    """Split an answer string into answers.
+
+    JSON lists are read as lists; ``|``, ``;`` and new lines always separate; commas
+    separate unless the comma-joined text is a known name (``Washington, D.C.``), which
+    ``is_known`` decides.
+
+    >>> split_answer('["Paris", "Lyon"]')
+    ['Paris', 'Lyon']
+    >>> split_answer("Washington, D.C., Paris", is_known=lambda s: s == "Washington, D.C.")
+    ['Washington, D.C.', 'Paris']
+    >>> split_answer("20,000 Years in Sing Sing, Out", is_known=lambda s: s == "20,000 Years in Sing Sing")
+    ['20,000 Years in Sing Sing', 'Out']
+    """
+    raw = raw.strip()
+    if raw.startswith("[") and raw.endswith("]"):
+        try:
+            v = json.loads(raw)
+            if isinstance(v, list):
+                return [str(x).strip() for x in v if str(x).strip()]
+        except json.JSONDecodeError:
+            raw = raw[1:-1]
+    out: list[str] = []
+    for chunk in re.split(r"\s*(?:\||;|\n)\s*", raw):
+        chunk = chunk.strip().strip('"').strip()
+        if not chunk:
+            continue
+        if is_known is not None and is_known(chunk):
+            out.append(chunk)
+            continue
+        parts = chunk.split(",")  # re-joined raw, so "20,000 Years" survives
+
+        def piece(i: int, j: int) -> str:
+            return ",".join(parts[i:j]).strip().strip('"').strip()
+
+        i = 0
+        while i < len(parts):
+            # Greedy: the longest run of comma-joined parts that is a known name.
+            end = i + 1
+            if is_known is not None:
+                for j in range(len(parts), i + 1, -1):
+                    if is_known(piece(i, j)):
+                        end = j
+                        break
+            if piece(i, end):
+                out.append(piece(i, end))
+            i = end
+    return out
+
+
+def truncate_items(items: Sequence[str], budget: int, count: TokenCounter = approx_tokens,
+                   sep: str = ", ") -> str:
+    """Join ``items`` within ``budget`` tokens, ending with ``… N more`` when cut.
+
+    >>> truncate_items(["a", "b", "c", "d"], budget=2)
+    'a, b, … 2 more'
+    """
+    out, used = [], 0
+    for i, it in enumerate(items):
+        cost = count(it + sep)
+        if used + cost > budget and out:
+            return sep.join(out) + f"{sep}… {len(items) - i} more"
+        out.append(it)
+        used += cost
+    return sep.join(out)
+
+
+def truncate_text(text: str, budget: int, count: TokenCounter = approx_tokens) -> str:
+    """Cut ``text`` to about ``budget`` tokens at a line or word boundary, with a marker.
+
+    >>> truncate_text("one two three four five six", budget=3)
+    'one two … (4 more words)'
+    """
+    if count(text) <= budget:
+        return text
+    words = text.split(" ")
+    lo, hi = 0, len(words)
+    while lo < hi:  # the longest prefix of words within budget
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + f" … ({len(words) - lo} more words)"

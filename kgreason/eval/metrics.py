@@ -1,0 +1,102 @@
+"""Answer-set metrics over normalised answers (SPEC §10).
+
+A predicted answer matches a gold answer when their KB ids are equal, or when their
+normalised names / aliases / literal values are equal. Gold may hold several variants
+(WebQSP parses); :func:`f1` is then the best over them when ``variants`` is given.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Sequence
+
+from kgreason.types import Entity
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize(s: str) -> str:
+    """Lower-case, strip accents, punctuation, articles and extra spaces.
+
+    >>> normalize("  The Godfather: Part II ")
+    'godfather part ii'
+    >>> normalize("3.0") == normalize("3")
+    True
+    """
+    s = unicodedata.normalize("NFKD", s)
+    s = "".join(c for c in s if not unicodedata.combining(c)).lower().strip()
+    if re.fullmatch(r"[-+]?\d+(\.\d+)?", s):  # numbers compare by value
+        v = float(s)
+        return str(int(v)) if v.is_integer() else repr(v)
+    s = _ARTICLES.sub(" ", s.translate(_PUNCT))
+    return " ".join(s.split())
+
+
+def _keys(e: Entity | str) -> set[str]:
+    if isinstance(e, str):
+        return {normalize(e)} - {""}
+    keys = {e.id.lower()} if e.id else set()
+    for s in (e.name, *e.aliases):
+        if s:
+            keys.add(normalize(s))
+    if e.datatype or not e.name:
+        keys.add(normalize(e.id))
+    return keys - {""}
+
+
+def matches(pred: Entity | str, gold: Entity | str) -> bool:
+    return bool(_keys(pred) & _keys(gold))
+
+
+def precision_recall_f1(pred: Sequence[Entity | str], gold: Sequence[Entity | str]) -> tuple[float, float, float]:
+    """Set precision, recall and F1 (duplicates in ``pred`` are counted once).
+
+    >>> precision_recall_f1(["Paris", "Lyon"], [Entity("m.1", "Paris")])
+    (0.5, 1.0, 0.6666666666666666)
+    """
+    preds = _dedup(pred)
+    golds = _dedup(gold)
+    if not preds or not golds:
+        return (0.0, 0.0, 0.0) if preds or golds else (1.0, 1.0, 1.0)
+    tp_p = sum(any(matches(p, g) for g in golds) for p in preds)
+    tp_g = sum(any(matches(p, g) for p in preds) for g in golds)
+    prec, rec = tp_p / len(preds), tp_g / len(golds)
+    f = 0.0 if prec + rec == 0 else 2 * prec * rec / (prec + rec)
+    return prec, rec, f
+
+
+def _dedup(xs: Sequence[Entity | str]) -> list[Entity | str]:
+    out: list[Entity | str] = []
+    for x in xs:
+        if not any(matches(x, y) for y in out):
+            out.append(x)
+    return out
+
+
+def f1(pred: Sequence[Entity | str], gold: Sequence[Entity | str],
+       variants: Sequence[Sequence[Entity | str]] | None = None) -> float:
+    """Answer-set F1; with ``variants``, the best over the gold variants."""
+    cands = [gold, *(variants or [])]
+    return max(precision_recall_f1(pred, g)[2] for g in cands)
+
+
+def exact_match(pred: Sequence[Entity | str], gold: Sequence[Entity | str]) -> float:
+    """1.0 when the predicted set equals the gold set.
+
+    >>> exact_match(["Paris"], ["paris"]), exact_match(["Paris", "Lyon"], ["Paris"])
+    (1.0, 0.0)
+    """
+    p, r, _ = precision_recall_f1(pred, gold)
+    return float(p == 1.0 and r == 1.0)
+
+
+def hit_at_1(pred: Sequence[Entity | str], gold: Sequence[Entity | str]) -> float:
+    """1.0 when the first predicted answer is a gold answer.
+
+    >>> hit_at_1(["Lyon", "Paris"], ["Paris"]), hit_at_1(["Paris", "Lyon"], ["Paris"])
+    (0.0, 1.0)
+    """
+    return float(bool(pred) and any(matches(pred[0], g) for g in gold))
