@@ -7,12 +7,53 @@ serialised to JSON(L) for trajectories and result files.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TermKind = Literal["uri", "literal", "bnode"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
+
+_INTEGER_TYPES = {XSD + t for t in (
+    "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte")}
+
+
+def canonical_lexical(value: str, datatype: str | None) -> str:
+    """The canonical lexical form of a numeric literal, as SPARQL engines return it.
+
+    Oxigraph and Virtuoso store ``"1.70"^^xsd:decimal`` as ``1.7`` and ``"007"^^xsd:integer``
+    as ``7``; every backend's terms go through this so that they compare equal.
+
+    >>> canonical_lexical("1.70", XSD + "decimal"), canonical_lexical("2.0", XSD + "decimal")
+    ('1.7', '2')
+    >>> canonical_lexical("+007", XSD + "integer"), canonical_lexical("1E3", XSD + "double")
+    ('7', '1000')
+    >>> canonical_lexical("abc", XSD + "integer")
+    'abc'
+    """
+    if not datatype or not datatype.startswith(XSD):
+        return value
+    try:
+        if datatype in _INTEGER_TYPES:
+            return str(int(value.strip()))
+        if datatype == XSD + "decimal":
+            d = decimal.Decimal(value.strip())
+            if not d.is_finite():
+                return value
+            s = format(d.normalize(), "f")
+            return "0" if s in ("-0", "0") else s
+        if datatype in (XSD + "float", XSD + "double"):
+            f = float(value)
+            if f == 0.0 or not (1e-6 <= abs(f) < 1e15):
+                return value
+            r = repr(f)
+            return r[:-2] if r.endswith(".0") else r
+    except (ValueError, ArithmeticError):
+        return value
+    return value
 
 
 @dataclass(frozen=True, order=True)
@@ -49,7 +90,7 @@ class Term:
         # Plain and xsd:string literals are the same term in RDF 1.1.
         if datatype == XSD + "string":
             datatype = None
-        return cls("literal", value, datatype, lang)
+        return cls("literal", canonical_lexical(value, datatype), datatype, lang)
 
 
 @dataclass(frozen=True)

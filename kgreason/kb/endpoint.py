@@ -117,6 +117,9 @@ class SparqlEndpointKB(KnowledgeBase):
         if "boolean" in data:
             return [{"ask": Term.literal("true" if data["boolean"] else "false", XSD + "boolean")}]
         bindings = data.get("results", {}).get("bindings", [])
+        if data.get("head", {}).get("vars") == ["__ASK_RETVAL"]:  # Virtuoso's ASK answer
+            yes = bool(bindings) and bindings[0].get("__ASK_RETVAL", {}).get("value") in ("1", "true")
+            return [{"ask": Term.literal("true" if yes else "false", XSD + "boolean")}]
         rows = [
             {k: _binding_to_term(v, self.schema) for k, v in b.items()} for b in bindings[:limit]
         ]

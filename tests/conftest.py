@@ -1,0 +1,76 @@
+"""Shared fixtures: the demo KG in every backend, real servers started on loopback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kgreason.data.demo import load_demo_kb, write_demo_ntriples
+from kgreason.data.demo.kg import build_demo_kg
+from kgreason.kb import SparqlEndpointKB
+from kgreason.kb.servers import OxigraphServer, VirtuosoServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def shared(*parts: str) -> Path:
+    """A file under ../shared/data, or a skip with the reason when it is absent."""
+    p = SHARED_DATA.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"real data not available: {p}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def demo_kg():
+    return build_demo_kg()
+
+
+@pytest.fixture(scope="session")
+def demo_nt(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "demo.nt"
+    write_demo_ntriples(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_oxigraph():
+    return load_demo_kb("oxigraph")
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(demo_nt):
+    try:
+        srv = OxigraphServer.from_file(demo_nt)
+    except Exception as e:  # noqa: BLE001 - any failure to start is a skip reason
+        pytest.skip(f"oxigraph server unavailable: {e}")
+    with srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(demo_nt):
+    if not shutil.which("virtuoso-t") or not shutil.which("isql-vt"):
+        pytest.skip("Virtuoso not installed (apt-get install virtuoso-opensource-7-bin; `make test` does it as root)")
+    with VirtuosoServer(demo_nt) as srv:
+        yield srv
+
+
+BACKENDS = ["oxigraph", "triplestore", "oxigraph-server", "virtuoso"]
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def any_kb(request, demo_oxigraph):
+    """The demo KG behind each backend in turn (the conformance suite runs on all)."""
+    name = request.param
+    if name == "oxigraph":
+        return demo_oxigraph
+    if name == "triplestore":
+        return load_demo_kb("triplestore")
+    if name == "oxigraph-server":
+        return SparqlEndpointKB(request.getfixturevalue("oxigraph_server").url, timeout_s=30)
+    return SparqlEndpointKB(request.getfixturevalue("virtuoso_server").url, timeout_s=30)
