@@ -84,7 +84,10 @@ class SparqlEndpointKB(KnowledgeBase):
                 raise KBQueryError(f"SPARQL rejected by the endpoint: {_msg(e)}") from None
             except EndPointInternalError as e:
                 msg = _msg(e)
-                if "SR171" in msg or "timed out" in msg.lower() or "timeout" in msg.lower():
+                low = msg.lower()
+                # SR171: Virtuoso ran out of MaxQueryExecutionTime; "estimated execution
+                # time ... exceeds the limit": it refused up front for the same budget.
+                if "SR171" in msg or "timed out" in low or "timeout" in low or "estimated execution time" in low:
                     raise KBTimeout(f"endpoint timed out: {msg[:200]}") from None
                 raise KBQueryError(f"endpoint error: {msg[:300]}") from None
             except EndPointNotFound as e:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -77,8 +76,6 @@ class OxigraphKB(KnowledgeBase):
         if store is None:
             store = ox.Store(str(path)) if path is not None else ox.Store()
         self.store = store
-        self._pool: cf.ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
         self._name_index: dict[str, list[str]] | None = None
         self._closed = False
 
@@ -151,16 +148,26 @@ class OxigraphKB(KnowledgeBase):
             raise KBUnavailable("the OxigraphKB was closed")
         if timeout_s is None:
             return self._run(sparql, limit, None)
-        with self._lock:
-            if self._pool is None:
-                self._pool = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="oxigraph")
-        cancel = threading.Event()
-        fut = self._pool.submit(self._run, sparql, limit, cancel)
-        try:
-            return fut.result(timeout=timeout_s)
-        except cf.TimeoutError:
+        # A daemon thread, not an executor: executor workers are joined at interpreter
+        # exit, so a query abandoned on timeout would keep the process from exiting.
+        box: dict[str, object] = {}
+        finished, cancel = threading.Event(), threading.Event()
+
+        def work() -> None:
+            try:
+                box["rows"] = self._run(sparql, limit, cancel)
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                box["error"] = e
+            finally:
+                finished.set()
+
+        threading.Thread(target=work, daemon=True, name="kgreason-oxigraph-query").start()
+        if not finished.wait(timeout_s):
             cancel.set()
-            raise KBTimeout(f"query exceeded {timeout_s:.3g}s") from None
+            raise KBTimeout(f"query exceeded {timeout_s:.3g}s")
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["rows"]  # type: ignore[return-value]
 
     # Names are matched case-insensitively through an in-memory index instead of a
     # FILTER scan; the conformance suite checks both give the same ids.
@@ -179,5 +186,3 @@ class OxigraphKB(KnowledgeBase):
 
     def close(self) -> None:
         self._closed = True
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,207 @@
+"""Read-only guard, injection through entity strings, timeouts, outages, silent truncation."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from kgreason.kb import (
+    KBForbiddenQuery,
+    KBQueryError,
+    KBTimeout,
+    KBTruncated,
+    KBUnavailable,
+    OxigraphKB,
+    SparqlEndpointKB,
+    check_read_only,
+)
+from kgreason.kb.servers import OxigraphServer, VirtuosoServer, free_port
+
+NS = "http://rdf.freebase.com/ns/"
+HEAVY = "SELECT (COUNT(*) AS ?c) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f }"
+
+FORBIDDEN = [
+    "INSERT DATA { <http://a> <http://b> <http://c> }",
+    "DELETE WHERE { ?s ?p ?o }",
+    "PREFIX x: <http://x/> DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } WHERE { ?s ?p ?o }",
+    "LOAD <http://example.org/data.nt>",
+    "CLEAR ALL",
+    "DROP GRAPH <http://g>",
+    "CREATE GRAPH <http://g>",
+    "WITH <http://g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }",
+    "SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }",
+    "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }",
+    "DESCRIBE <http://a>",
+    "SELECT ?s WHERE { ?s ?p ?o } ; DROP ALL",
+    "select ?s where { ?s ?p ?o } # comment\n; insert data { <a> <b> <c> }",
+]
+
+ALLOWED = [
+    'SELECT ?s WHERE { ?s ?p "INSERT DATA { <a> <b> <c> }" }',
+    "SELECT ?s WHERE { ?s <http://x/DELETE> ?o }",
+    "# DROP ALL in a comment\nASK { ?s ?p ?o }",
+    "PREFIX ns: <http://rdf.freebase.com/ns/> SELECT ?x WHERE { ?x ns:load ?y }",
+    "SELECT ?service WHERE { ?service ?p ?o } LIMIT 1",
+    "SELECT ?s WHERE { ?s ?p '''multi\nline \"DROP\"''' }",
+]
+
+
+@pytest.mark.parametrize("query", FORBIDDEN)
+def test_guard_rejects_writes_and_remote(query):
+    with pytest.raises(KBForbiddenQuery):
+        check_read_only(query)
+
+
+@pytest.mark.parametrize("query", ALLOWED)
+def test_guard_allows_keywords_inside_literals_iris_comments(query):
+    assert check_read_only(query).form in ("SELECT", "ASK")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "hello", "PREFIX x: <http://x/>"])
+def test_guard_rejects_non_queries(query):
+    with pytest.raises(KBQueryError):
+        check_read_only(query)
+
+
+def test_forbidden_select_leaves_kb_unchanged(any_kb):
+    count = f"SELECT (COUNT(*) AS ?c) WHERE {{ ?s <{NS}type.object.name> ?o }}"
+    before = any_kb.select(count)[0]["c"].value
+    for q in FORBIDDEN:
+        with pytest.raises(KBForbiddenQuery):
+            any_kb.select(q)
+    assert any_kb.select(count)[0]["c"].value == before
+
+
+def test_syntax_error_is_a_query_error(any_kb):
+    with pytest.raises(KBQueryError):
+        any_kb.select("SELECT ?x WHERE { ?x ")
+
+
+HOSTILE = [
+    "m.x> . ?s ?p ?o . <x",
+    'x" } UNION { ?e ?p ?n } #',
+    "m.0> ?r ?o } #",
+    "<>",
+    "m.0abc\n} DELETE WHERE { ?s ?p ?o",
+    "' OR '1'='1",
+    "\\u003e",
+]
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_hostile_strings_cannot_change_query_shape(any_kb, bad, demo_kg):
+    # Each helper must treat the string as one id/name: nothing exists under it.
+    assert any_kb.relations_out(bad) == []
+    assert any_kb.relations_in(bad) == []
+    assert any_kb.tails(bad, "type.object.name") == []
+    assert any_kb.heads(bad, "location.location.containedby") == []
+    assert any_kb.tails(demo_kg.id("place", "Zürich"), bad) == []
+    assert any_kb.lookup(bad) == []
+    assert any_kb.names([bad]) == {}
+    assert any_kb.exists(bad) is False
+
+
+def test_embedded_timeout_returns_on_time(demo_oxigraph):
+    t0 = time.perf_counter()
+    with pytest.raises(KBTimeout):
+        demo_oxigraph.select(HEAVY, timeout_s=0.2)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_closed_store_is_unavailable():
+    kb = OxigraphKB.from_triples([("m.a", "r.r.r", "m.b")])
+    kb.close()
+    with pytest.raises(KBUnavailable):
+        kb.select("SELECT * WHERE { ?s ?p ?o }")
+
+
+@pytest.mark.server
+def test_unreachable_endpoint_retries_then_unavailable():
+    kb = SparqlEndpointKB(f"http://127.0.0.1:{free_port()}/query", retries=2, backoff_s=0.05, timeout_s=2)
+    t0 = time.perf_counter()
+    with pytest.raises(KBUnavailable):
+        kb.select("ASK { ?s ?p ?o }")
+    assert time.perf_counter() - t0 >= 0.05 + 0.1  # two backoffs slept: retried, not given up
+
+
+@pytest.mark.server
+def test_endpoint_that_goes_away(demo_nt):
+    try:
+        srv = OxigraphServer.from_file(demo_nt).start()
+    except KBUnavailable as e:
+        pytest.skip(str(e))
+    kb = SparqlEndpointKB(srv.url, retries=1, backoff_s=0.05, timeout_s=5)
+    assert kb.ask("ASK { ?s ?p ?o }")
+    srv.stop()
+    with pytest.raises(KBUnavailable):
+        kb.ask("ASK { ?s ?p ?o }")
+
+
+@pytest.mark.server
+def test_query_errors_are_not_retried(oxigraph_server):
+    kb = SparqlEndpointKB(oxigraph_server.url, retries=5, backoff_s=1.0)
+    t0 = time.perf_counter()
+    with pytest.raises(KBQueryError):
+        kb.select("SELECT ?x WHERE { ?x ")
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.server
+def test_oxigraph_server_timeout_cut_body_is_a_timeout(demo_nt):
+    with OxigraphServer.from_file(demo_nt, timeout_s=1) as srv:
+        kb = SparqlEndpointKB(srv.url, timeout_s=60)
+        with pytest.raises(KBTimeout):
+            kb.select(HEAVY)
+
+
+@pytest.fixture(scope="module")
+def small_virtuoso(demo_nt):
+    if not shutil.which("virtuoso-t"):
+        pytest.skip("Virtuoso not installed (apt-get install virtuoso-opensource-7-bin)")
+    with VirtuosoServer(demo_nt, result_max_rows=100, max_exec_s=2) as srv:
+        yield srv
+
+
+@pytest.mark.server
+def test_virtuoso_silent_row_cap_is_detected(small_virtuoso):
+    kb = SparqlEndpointKB(small_virtuoso.url)
+    with pytest.raises(KBTruncated) as ei:
+        kb.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 500")
+    assert len(ei.value.rows) == 100 and ei.value.cap == 100
+    assert len(kb.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 50")) == 50
+
+
+@pytest.mark.server
+def test_virtuoso_anytime_partial_result_is_detected(small_virtuoso):
+    kb = SparqlEndpointKB(small_virtuoso.url)
+    kb._client.addParameter("timeout", "300")  # what a careless client sends
+    with pytest.raises(KBTruncated, match="partial"):
+        kb.select("SELECT (COUNT(*) AS ?c) WHERE { ?a ?p ?b . ?c ?q ?d . FILTER(STR(?b) < STR(?d)) }")
+
+
+@pytest.mark.server
+def test_virtuoso_execution_limit_is_a_timeout(small_virtuoso):
+    kb = SparqlEndpointKB(small_virtuoso.url)
+    with pytest.raises(KBTimeout):
+        kb.select("SELECT (COUNT(*) AS ?c) WHERE { ?a ?p ?b . ?c ?q ?d . FILTER(STR(?b) < STR(?d)) }")
+
+
+def test_timed_out_query_does_not_block_process_exit():
+    import subprocess
+    import sys
+
+    code = (
+        "from kgreason.data.demo import load_demo_kb\n"
+        "from kgreason.kb import KBTimeout\n"
+        "kb = load_demo_kb()\n"
+        "try:\n"
+        f"    kb.select({HEAVY!r}, timeout_s=0.2)\n"
+        "except KBTimeout:\n"
+        "    print('timed out')\n"
+    )
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "timed out", out.stderr
+    assert time.perf_counter() - t0 < 20
