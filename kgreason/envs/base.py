@@ -242,17 +242,23 @@ class KGEnv:
         assert self.state is not None
         state = self.state
 
+        cache: dict[str, list[str]] = {}
+
+        def lookup(s: str) -> list[str]:
+            if s not in cache:
+                try:
+                    cache[s] = self.kb.lookup(s) if self.resolve_answers else []
+                except KBError:  # resolution is best effort; the string still counts
+                    cache[s] = []
+            return cache[s]
+
         def known(s: str) -> bool:
-            return s in state.known or s.lower() in state.known
+            # Comma-joined candidates ("Washington, D.C.") may be names never shown.
+            return s in state.known or s.lower() in state.known or ("," in s and bool(lookup(s)))
 
         parts = split_answer(answer_text, is_known=known)
         out: list[Entity] = []
         for p in parts:
-            ids = state.known.get(p) or state.known.get(p.lower())
-            if not ids and self.resolve_answers:
-                try:
-                    ids = self.kb.lookup(p)
-                except KBError:  # resolution is best effort; the string still counts
-                    ids = []
+            ids = state.known.get(p) or state.known.get(p.lower()) or lookup(p)
             out.append(Entity(ids[0], p) if ids else Entity(p, p))
         return out

@@ -53,7 +53,7 @@ def boxed(text: str) -> str | None:
     return None
 
 
-def split_answer(raw: str, is_known: Callable[[str], bool] | None = None) -> list[str]:
+def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_join: int = 4) -> list[str]:
     """Split an answer string into answers.
 
     JSON lists are read as lists; ``|``, ``;`` and new lines always separate; commas
@@ -93,7 +93,7 @@ def split_answer(raw: str, is_known: Callable[[str], bool] | None = None) -> lis
             # Greedy: the longest run of comma-joined parts that is a known name.
             end = i + 1
             if is_known is not None:
-                for j in range(len(parts), i + 1, -1):
+                for j in range(min(len(parts), i + max_join), i + 1, -1):
                     if is_known(piece(i, j)):
                         end = j
                         break
