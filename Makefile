@@ -31,6 +31,7 @@ system-deps:
 	else echo "no apt-get/root: Virtuoso tests will skip"; fi
 
 test: $(STAMP) system-deps
+	$(PY) -m ruff check kgreason tests experiments
 	$(PY) -m pytest -m "not slow" -q
 
 test-all: $(STAMP) system-deps

@@ -85,7 +85,7 @@ def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_jo
             continue
         parts = chunk.split(",")  # re-joined raw, so "20,000 Years" survives
 
-        def piece(i: int, j: int) -> str:
+        def piece(i: int, j: int, parts: list[str] = parts) -> str:
             return ",".join(parts[i:j]).strip().strip('"').strip()
 
         i = 0

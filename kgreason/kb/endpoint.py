@@ -92,7 +92,7 @@ class SparqlEndpointKB(KnowledgeBase):
                 raise KBQueryError(f"endpoint error: {msg[:300]}") from None
             except EndPointNotFound as e:
                 raise KBUnavailable(f"no SPARQL endpoint at {self.url}: {_msg(e)[:200]}") from None
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
             except urllib.error.HTTPError as e:
                 raise KBQueryError(f"HTTP {e.code} from {self.url}") from None

@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -214,10 +215,8 @@ class VirtuosoServer:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(KBUnavailable, subprocess.TimeoutExpired, OSError):
                 self._isql("checkpoint;")
-            except (KBUnavailable, subprocess.TimeoutExpired, OSError):
-                pass
         _stop(self.proc, timeout_s=20)
         self.proc = None
         if self._tmp is not None:

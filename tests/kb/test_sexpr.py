@@ -8,15 +8,15 @@ from kgreason.kb import OxigraphKB
 from kgreason.kb.sexpr import SExprError, parse_sexpr, sexpr_to_sparql
 from kgreason.types import XSD, Term
 
-I = XSD + "integer"
+INT = XSD + "integer"
 
 
 @pytest.fixture(scope="module")
 def kb():
     t = [
         ("m.f1", "film.film.directed_by", "m.d"), ("m.f2", "film.film.directed_by", "m.d"),
-        ("m.f3", "film.film.directed_by", "m.d"), ("m.f1", "film.film.runtime", Term.literal("100", I)),
-        ("m.f2", "film.film.runtime", Term.literal("150", I)), ("m.f3", "film.film.runtime", Term.literal("150", I)),
+        ("m.f3", "film.film.directed_by", "m.d"), ("m.f1", "film.film.runtime", Term.literal("100", INT)),
+        ("m.f2", "film.film.runtime", Term.literal("150", INT)), ("m.f3", "film.film.runtime", Term.literal("150", INT)),
         ("m.f1", "type.object.type", "film.film"), ("m.f2", "type.object.type", "film.film"),
         ("m.d", "people.person.spouse_s", "m.c1"), ("m.d", "people.person.spouse_s", "m.c2"),
         ("m.c1", "people.marriage.spouse", "m.a"), ("m.c1", "people.marriage.from", Term.literal("1990-05-01", XSD + "date")),
@@ -51,10 +51,10 @@ def test_argmax_keeps_ties_argmin(kb):
 
 def test_comparisons(kb):
     base = "(JOIN film.film.directed_by m.d)"
-    assert run(kb, f"(AND {base} (gt film.film.runtime 100^^{I}))") == ["m.f2", "m.f3"]
-    assert run(kb, f"(AND {base} (ge film.film.runtime 100^^{I}))") == ["m.f1", "m.f2", "m.f3"]
-    assert run(kb, f"(AND {base} (lt film.film.runtime 150^^{I}))") == ["m.f1"]
-    assert run(kb, f"(AND {base} (le film.film.runtime 99^^{I}))") == []
+    assert run(kb, f"(AND {base} (gt film.film.runtime 100^^{INT}))") == ["m.f2", "m.f3"]
+    assert run(kb, f"(AND {base} (ge film.film.runtime 100^^{INT}))") == ["m.f1", "m.f2", "m.f3"]
+    assert run(kb, f"(AND {base} (lt film.film.runtime 150^^{INT}))") == ["m.f1"]
+    assert run(kb, f"(AND {base} (le film.film.runtime 99^^{INT}))") == []
 
 
 def test_time_constraint_years_dates_open_ends(kb):

@@ -106,27 +106,27 @@ class _Gen:
             yield _chain("languages", "1-hop", f"What are the official languages of {name}?", c, ["location.country.official_language"])
             yield _chain("continent", "1-hop", f"On which continent is {name}?", c, ["location.location.containedby"])
             yield _chain("calling_code", "1-hop", f"What is the international calling code of {name}?", c, ["location.country.calling_code"])
-        for name, dob, pob, nats, *_ in _rows(facts.PEOPLE, 9):
+        for name, _dob, pob, _nats, *_ in _rows(facts.PEOPLE, 9):
             p = self.id("person", name)
             if pob:
                 yield _chain("birthplace", "1-hop", f"Where was {name} born?", p, ["people.person.place_of_birth"])
             yield _chain("birthdate", "1-hop", f"When was {name} born?", p, ["people.person.date_of_birth"])
             yield _chain("nationality", "1-hop", f"What is the nationality of {name}?", p, ["people.person.nationality"])
-        for title, directors, *_ in _rows(facts.FILMS, 11):
+        for title, _directors, *_ in _rows(facts.FILMS, 11):
             f = self.id("film", title)
             yield _chain("film_director", "1-hop", f"Who directed {title}?", f, ["film.film.directed_by"])
             yield _chain("film_genre", "1-hop", f"What genre is the film {title}?", f, ["film.film.genre"])
         for d in sorted({d for _, ds, *_ in _rows(facts.FILMS, 11) for d in _items(ds)}):
             yield _chain("director_films", "1-hop", f"Which films did {d} direct?", self.id("person", d), ["~film.film.directed_by"])
-        for title, authors, *_ in _rows(facts.BOOKS, 5):
+        for title, _authors, *_ in _rows(facts.BOOKS, 5):
             yield _chain("book_author", "1-hop", f"Who wrote {title}?", self.id("book", title), ["book.written_work.author"])
         for title, *_ in _rows(facts.ALBUMS, 3):
             yield _chain("album_date", "1-hop", f"When was the album {title} released?", self.id("album", title), ["music.album.release_date"])
         for team, _, _, _, _, stadium, _ in _rows(facts.TEAMS, 7):
             yield _chain("team_stadium", "1-hop", f"Where does {team} play its home games?", self.id("org", team), ["sports.sports_team.arena_stadium"])
             yield _chain("stadium_capacity", "1-hop", f"What is the capacity of {stadium}?", self.id("place", stadium), ["sports.sports_facility.capacity"])
-        for company, *_ in _rows(facts.COMPANIES, 6):
-            if _rows(facts.COMPANIES, 6) and any(r[0] == company and r[2] for r in _rows(facts.COMPANIES, 6)):
+        for company, _, founders, *_ in _rows(facts.COMPANIES, 6):
+            if founders:
                 yield _chain("founders", "1-hop", f"Who founded {company}?", self.id("org", company), ["organization.organization.founders"])
         for river, *_ in _rows(facts.RIVERS, 4):
             yield _chain("river_mouth", "1-hop", f"Into which body of water does the {river} flow?", self.id("place", river), ["geography.river.mouth"])
@@ -135,14 +135,14 @@ class _Gen:
 
     # ----------------------------------------------------------------- 2-hop
     def two_hop(self) -> Iterator[Q]:
-        for name, dob, pob, *_ in _rows(facts.PEOPLE, 9):
+        for name, _dob, pob, *_ in _rows(facts.PEOPLE, 9):
             if pob:
                 yield _chain("birth_country", "2-hop", f"In which country was {name} born?", self.id("person", name),
                              ["people.person.place_of_birth", "location.location.containedby"])
-        for name, capital, *_ in _rows(facts.COUNTRIES, 11):
+        for _name, capital, *_ in _rows(facts.COUNTRIES, 11):
             yield _chain("capital_languages", "2-hop", f"What languages are official in the country whose capital is {capital}?",
                          self.id("place", capital), ["location.capital_of_administrative_division.capital_of", "location.country.official_language"])
-        for title, directors, *_ in _rows(facts.FILMS, 11):
+        for title, _directors, *_ in _rows(facts.FILMS, 11):
             yield _chain("director_birthplace", "2-hop", f"Where was the director of {title} born?", self.id("film", title),
                          ["film.film.directed_by", "people.person.place_of_birth"])
         for title, *_ in _rows(facts.BOOKS, 5):
@@ -387,7 +387,7 @@ class _Gen:
                       f"OPTIONAL {{ ?n {R(r_to)} ?end }} FILTER(!BOUND(?end) || SUBSTR(STR(?end), 1, 4) >= \"{y}\") }}")
             return Q(template, "time", question, topics, f"(JOIN (R {answer_rel}) (TC {set_sexpr} {r_from} {y}))", sparql,
                      rels | {answer_rel, r_from}, None, 2, {"year": y})
-        for office, juris, holder, start, end, _ in _rows(facts.POSITIONS, 6):
+        for office, juris, _holder, start, end, _ in _rows(facts.POSITIONS, 6):
             o, j = self.id("office", office), self.id("place", juris)
             y = str((int(start[:4]) + int((end or "2025")[:4])) // 2)
             yield tc("office_holder_in", f"Who was the {office} in {y}?", [o, j],
@@ -395,13 +395,13 @@ class _Gen:
                      f"?n {R('government.government_position_held.office_position_or_title')} {E(o)} . ?n {R('government.government_position_held.jurisdiction_of_office')} {E(j)} .",
                      "government.government_position_held.office_holder", "government.government_position_held.from", y,
                      {"government.government_position_held.office_position_or_title", "government.government_position_held.jurisdiction_of_office"})
-        for company, person, _, start, end in _rows(facts.LEADERSHIP, 5):
+        for company, _person, _, start, end in _rows(facts.LEADERSHIP, 5):
             c = self.id("org", company)
             y = str((int(start[:4]) + int((end or "2025")[:4])) // 2)
             yield tc("ceo_in", f"Who was the chief executive officer of {company} in {y}?", [c],
                      f"(JOIN organization.leadership.organization {c})", f"?n {R('organization.leadership.organization')} {E(c)} .",
                      "organization.leadership.person", "organization.leadership.from", y, {"organization.leadership.organization"})
-        for player, team, start, end in _rows(facts.ROSTERS, 4):
+        for player, _team, start, end in _rows(facts.ROSTERS, 4):
             p = self.id("person", player)
             y = str((int(start) + int(end or "2025")) // 2)
             yield tc("team_in", f"Which team did {player} play for in {y}?", [p],
@@ -415,7 +415,7 @@ class _Gen:
                          f"(JOIN (R people.person.spouse_s) {p})", f"{E(p)} {R('people.person.spouse_s')} ?n .",
                          "people.marriage.spouse", "people.marriage.from", y, {"people.person.spouse_s"})
         seen = set()
-        for award, _, winner, y, _ in _rows(facts.AWARDS, 5):
+        for award, _, _winner, y, _ in _rows(facts.AWARDS, 5):
             if (award, y) in seen:
                 continue
             seen.add((award, y))
@@ -424,7 +424,7 @@ class _Gen:
                     f"(JOIN (R award.award_honor.award_winner) (AND (JOIN award.award_honor.award {a}) (JOIN award.award_honor.year {y}^^{XSD}gYear)))",
                     f"SELECT DISTINCT ?x WHERE {{ ?n {R('award.award_honor.award')} {E(a)} . ?n {R('award.award_honor.year')} {_lit(y, 'gYear')} . ?n {R('award.award_honor.award_winner')} ?x }}",
                     {"award.award_honor.award", "award.award_honor.year", "award.award_honor.award_winner"}, None, 2, {"year": y})
-        for event, champion, y, kind in _rows(facts.CHAMPIONSHIPS, 4):
+        for _event, _champion, y, kind in _rows(facts.CHAMPIONSHIPS, 4):
             ch = self.id("championship", kind)
             yield Q("champion_in", "time", f"Which team won the {kind} in {y}?", [ch],
                     f"(JOIN (R sports.sports_championship_event.champion) (AND (JOIN sports.sports_championship_event.championship {ch}) (JOIN sports.sports_championship_event.season {y}^^{XSD}gYear)))",

@@ -1,0 +1,82 @@
+"""Median latency of the one-hop helpers per backend on the MetaQA KG, side by side.
+
+    python experiments/benchmarks/kb_latency.py [--n 300] [--data ../shared/data]
+
+Backends: embedded Oxigraph (default), in-memory triple store, Oxigraph server and
+Virtuoso over HTTP (each started on loopback by this script; skipped when missing).
+Prints a Markdown table with medians in milliseconds and ratios to embedded Oxigraph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from kgreason.kb import METAQA, SparqlEndpointKB, load_metaqa_kb, read_metaqa_triples, write_ntriples
+from kgreason.kb.servers import OxigraphServer, VirtuosoServer
+
+
+def median_ms(fn, args) -> float:
+    times = []
+    for a in args:
+        t0 = time.perf_counter()
+        fn(*a)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def measure(kb, ents, pairs) -> tuple[float, float]:
+    for e in ents[:20]:  # warm-up (Virtuoso compiles each new query text)
+        kb.relations_out(e)
+    return median_ms(kb.relations_out, [(e,) for e in ents]), median_ms(kb.tails, pairs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    args = ap.parse_args()
+    kb_file = Path(args.data) / "metaqa" / "kb.txt"
+    if not kb_file.exists():
+        raise SystemExit(f"MetaQA KB not found at {kb_file}")
+    t0 = time.perf_counter()
+    emb = load_metaqa_kb(kb_file)
+    load_s = time.perf_counter() - t0
+    rng = random.Random(0)
+    heads = sorted({h for h, r, _ in read_metaqa_triples(kb_file, with_names=False)})
+    ents = rng.sample(heads, args.n)
+    pairs = [(e, emb.relations_out(e)[0]) for e in ents]
+    rows = [("embedded Oxigraph", *measure(emb, ents, pairs), f"{load_s:.1f} s load")]
+    t0 = time.perf_counter()
+    ts = load_metaqa_kb(kb_file, backend="triplestore")
+    rows.append(("triple store (dicts)", *measure(ts, ents, pairs), f"{time.perf_counter() - t0:.1f} s load"))
+    with tempfile.TemporaryDirectory() as d:
+        nt = Path(d) / "metaqa.nt"
+        write_ntriples(read_metaqa_triples(kb_file), nt, schema=METAQA)
+        if shutil.which("oxigraph") or (Path(__import__("sys").executable).parent / "oxigraph").exists():
+            t0 = time.perf_counter()
+            with OxigraphServer.from_file(nt) as srv:
+                rows.append(("Oxigraph server (HTTP)",
+                             *measure(SparqlEndpointKB(srv.url, schema=METAQA), ents, pairs),
+                             f"{time.perf_counter() - t0:.1f} s load+start"))
+        if shutil.which("virtuoso-t"):
+            t0 = time.perf_counter()
+            with VirtuosoServer(nt) as srv:
+                rows.append(("Virtuoso 7 (HTTP)", *measure(SparqlEndpointKB(srv.url, schema=METAQA), ents, pairs),
+                             f"{time.perf_counter() - t0:.1f} s load+start"))
+    base_r, base_t = rows[0][1], rows[0][2]
+    print(f"MetaQA KG, {args.n} random head entities, median of one call each")
+    print("| backend | relations_out ms | tails ms | × embedded (relations_out / tails) | setup |")
+    print("|---|---|---|---|---|")
+    for name, r, t, note in rows:
+        print(f"| {name} | {r:.3f} | {t:.3f} | {r / base_r:.2f} / {t / base_t:.2f} | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
