@@ -13,11 +13,18 @@ import argparse
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kgreason.kb import METAQA, SparqlEndpointKB, load_metaqa_kb, read_metaqa_triples, write_ntriples
+from kgreason.kb import (
+    METAQA,
+    SparqlEndpointKB,
+    load_metaqa_kb,
+    read_metaqa_triples,
+    write_ntriples,
+)
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer
 
 
@@ -58,7 +65,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         nt = Path(d) / "metaqa.nt"
         write_ntriples(read_metaqa_triples(kb_file), nt, schema=METAQA)
-        if shutil.which("oxigraph") or (Path(__import__("sys").executable).parent / "oxigraph").exists():
+        if shutil.which("oxigraph") or (Path(sys.executable).parent / "oxigraph").exists():
             t0 = time.perf_counter()
             with OxigraphServer.from_file(nt) as srv:
                 rows.append(("Oxigraph server (HTTP)",
