@@ -7,30 +7,64 @@ well-formed SPARQL token whatever the input, so no input can change a query's sh
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
+
+from pyoxigraph import NamedNode
 
 from kgreason.types import Term
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
 
-# Characters an IRIREF may not hold (SPARQL 1.1 grammar [139]) plus '%' so that the
-# encoding is reversible. Everything else, including non-ASCII letters, stays readable.
-_IRI_SAFE = "".join(
-    chr(c) for c in range(0x21, 0x7F) if chr(c) not in '<>"{}|^`\\%'
-)
+# An allow-list: RFC 3986 path characters (unreserved, sub-delims, ':', '@', '/') and
+# non-ASCII letters and digits stay readable; everything else, '%' included (so that the
+# encoding is reversible), is percent-encoded. Anything looser lets strings like '[' or
+# '##' through, which are not valid in an IRI path.
+_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]")
+
+
+def _safe_char(ch: str) -> bool:
+    return bool(_SAFE.fullmatch(ch)) or (ord(ch) > 127 and ch.isalnum())
 
 
 def encode_iri_part(s: str) -> str:
     """Percent-encode ``s`` so that it is a valid, injection-free piece of an IRIREF.
 
     >>> encode_iri_part("m.x> . ?s ?p ?o . <x")
-    'm.x%3E%20.%20?s%20?p%20?o%20.%20%3Cx'
-    >>> encode_iri_part("Alice Adams")
-    'Alice%20Adams'
+    'm.x%3E%20.%20%3Fs%20%3Fp%20%3Fo%20.%20%3Cx'
+    >>> encode_iri_part("Zürich [film]")
+    'Zürich%20%5Bfilm%5D'
     """
-    return quote(s, safe=_IRI_SAFE)
+    if all(_safe_char(c) for c in s):
+        return s
+    return "".join(c if _safe_char(c) else quote(c, safe="") for c in s)
+
+
+_IRIREF_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')
+
+
+def escape_full_iri(iri: str) -> str:
+    """Percent-encode what an IRIREF forbids (SPARQL grammar [139]) in a full IRI.
+
+    >>> escape_full_iri("http://x/a> . ?s ?p ?o . <b")
+    'http://x/a%3E%20.%20?s%20?p%20?o%20.%20%3Cb'
+    """
+    return _IRIREF_FORBIDDEN.sub(lambda m: quote(m.group(), safe=""), iri)
+
+
+def _full_iri(s: str) -> str | None:
+    """``s`` as a full IRI when it is one; an invalid one (``http://[``) cannot be in any
+    KB, so it is treated as a local id instead."""
+    if not s.startswith(("http://", "https://")):
+        return None
+    iri = escape_full_iri(s)
+    try:
+        NamedNode(iri)  # pyoxigraph validates RFC 3987
+    except ValueError:
+        return None
+    return iri
 
 
 def sparql_string(s: str, lang: str | None = None, datatype: str | None = None) -> str:
@@ -54,7 +88,7 @@ def sparql_string(s: str, lang: str | None = None, datatype: str | None = None) 
             raise ValueError(f"invalid language tag {lang!r}")
         out += "@" + lang
     elif datatype:
-        out += f"^^<{encode_iri_part(datatype)}>"
+        out += f"^^<{escape_full_iri(datatype)}>"
     return out
 
 
@@ -78,14 +112,10 @@ class KBSchema:
     ids_are_names: bool = False
 
     def entity_iri(self, id_: str) -> str:
-        if id_.startswith(("http://", "https://")):
-            return id_
-        return self.entity_ns + encode_iri_part(id_)
+        return _full_iri(id_) or self.entity_ns + encode_iri_part(id_)
 
     def relation_iri(self, id_: str) -> str:
-        if id_.startswith(("http://", "https://")):
-            return id_
-        return self.relation_ns + encode_iri_part(id_)
+        return _full_iri(id_) or self.relation_ns + encode_iri_part(id_)
 
     def entity_ref(self, id_: str) -> str:
         """``<iri>`` for an entity id, safe to paste into a query."""
