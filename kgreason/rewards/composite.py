@@ -1,0 +1,89 @@
+"""``CompositeReward``: weighted components with gating, caps and step schedules (SPEC §6).
+
+Examples of the papers' rewards as compositions::
+
+    # KBQA-R1: F1 + 0.1·format, the format term only when F1 > 0
+    CompositeReward([Component("f1"), Component("kbqa_r1_format", 0.1, gate="f1")])
+    # KnowCoder-A1: F0.5 until step 100, then F1; total capped at 1.0
+    CompositeReward([Component("fbeta", kwargs={"beta": 0.5}, until_step=100),
+                     Component("f1", from_step=100)], cap=1.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgreason.rewards.base import RewardOutput, get
+from kgreason.types import KBQASample, Trajectory
+
+
+@dataclass
+class Component:
+    """One term: ``weight · reward(name, **kwargs)``.
+
+    Args:
+        gate: another component's name; this term counts only when that component's
+            raw value exceeds ``gate_threshold``.
+        from_step / until_step: active for ``from_step <= ctx["step"] < until_step``.
+        alias: the name in the output components (default: ``name``).
+    """
+
+    name: str
+    weight: float = 1.0
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    gate: str | None = None
+    gate_threshold: float = 0.0
+    from_step: int | None = None
+    until_step: int | None = None
+    alias: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.alias or self.name
+
+    def active(self, step: int) -> bool:
+        return (self.from_step is None or step >= self.from_step) and (
+            self.until_step is None or step < self.until_step)
+
+
+class CompositeReward:
+    """Sum of weighted, gated, scheduled components, optionally clipped to ``[floor, cap]``."""
+
+    def __init__(self, components: list[Component], cap: float | None = None, floor: float | None = None):
+        if not components:
+            raise ValueError("a CompositeReward needs at least one component")
+        keys = [c.key for c in components]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"component names must be unique (use alias=): {keys}")
+        for c in components:
+            get(c.name)  # fail early on unknown names
+            if c.gate is not None and c.gate not in keys:
+                raise ValueError(f"gate {c.gate!r} of {c.key!r} is not a component")
+        self.components = components
+        self.cap = cap
+        self.floor = floor
+
+    def __call__(self, trajectory: Trajectory, sample: KBQASample, **ctx: Any) -> RewardOutput:
+        step = int(ctx.get("step", 0))
+        raw: dict[str, RewardOutput] = {}
+        for c in self.components:
+            raw[c.key] = get(c.name)(trajectory, sample, **{**ctx, **c.kwargs})
+        total = 0.0
+        turn: list[float] | None = None
+        comps: dict[str, float] = {}
+        for c in self.components:
+            out = raw[c.key]
+            on = c.active(step) and (c.gate is None or raw[c.gate].total > c.gate_threshold)
+            w = c.weight if on else 0.0
+            comps[c.key] = out.total
+            comps[f"{c.key}/weighted"] = w * out.total
+            total += w * out.total
+            if out.turn is not None and w:
+                turn = [a + w * b for a, b in zip(turn or [0.0] * len(out.turn), out.turn, strict=True)]
+        comps["uncapped"] = total
+        if self.cap is not None:
+            total = min(total, self.cap)
+        if self.floor is not None:
+            total = max(total, self.floor)
+        return RewardOutput(total, turn, comps)

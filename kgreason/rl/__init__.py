@@ -1,0 +1,15 @@
+"""RL objectives: advantage estimators, KL estimators, loss aggregation, policy loss (SPEC §7)."""
+
+from kgreason.rl.advantages import (
+    ADVANTAGES,
+    AdvantageBatch,
+    get_advantage,
+    group_normalize,
+    token_advantages,
+)
+from kgreason.rl.losses import AGGREGATIONS, KL_ESTIMATORS, policy_loss
+
+__all__ = [
+    "ADVANTAGES", "AGGREGATIONS", "AdvantageBatch", "KL_ESTIMATORS", "get_advantage",
+    "group_normalize", "policy_loss", "token_advantages",
+]

@@ -1,0 +1,127 @@
+"""Advantage estimators (SPEC §7), picked by name: ``get_advantage("grpo")``.
+
+Every estimator takes an :class:`AdvantageBatch` (trajectories of one or more groups) and
+returns per-turn advantages, one tensor per trajectory (``[T_n]``); trajectory-level
+estimators repeat their value over the turns. :func:`token_advantages` spreads them to
+tokens through the trajectories' ``turn_index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from kgreason.registry import Registry
+
+
+@dataclass
+class AdvantageBatch:
+    """Rewards of N trajectories.
+
+    Attributes:
+        rewards: ``[N]`` total reward of each trajectory.
+        index: ``[N]`` group id (the prompt) of each trajectory.
+        turn_rewards: per trajectory, ``[T_n]`` turn rewards (KG-R1).
+        global_rewards: ``[N]`` trajectory-level (global) rewards (KG-R1).
+        n_turns: per trajectory, its number of turns (defaults from ``turn_rewards``, else 1).
+    """
+
+    rewards: Tensor
+    index: Tensor
+    turn_rewards: list[Tensor] | None = None
+    global_rewards: Tensor | None = None
+    n_turns: list[int] | None = None
+
+    def turns(self) -> list[int]:
+        if self.n_turns is not None:
+            return self.n_turns
+        if self.turn_rewards is not None:
+            return [len(t) for t in self.turn_rewards]
+        return [1] * len(self.rewards)
+
+
+Estimator = Callable[..., list[Tensor]]
+ADVANTAGES: Registry[Estimator] = Registry("advantage estimator")
+
+
+def get_advantage(name: str) -> Estimator:
+    return ADVANTAGES.get(name)
+
+
+def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps: float = 1e-6) -> Tensor:
+    """``(v - mean_g) / (std_g + eps)`` within each group ``g`` (population std).
+
+    Shapes: values ``[N]``, index ``[N]`` → ``[N]``.
+
+    >>> group_normalize(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 0]), norm_by_std=False)
+    tensor([-1.,  0.,  1.])
+    >>> group_normalize(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 0])).round(decimals=4)
+    tensor([-1.2247,  0.0000,  1.2247])
+    """
+    groups, inv = torch.unique(index, return_inverse=True)
+    g = len(groups)
+    count = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, torch.ones_like(values))
+    mean = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, values) / count
+    centred = values - mean[inv]
+    if not norm_by_std:
+        return centred
+    var = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, centred**2) / count
+    return centred / (var.sqrt()[inv] + eps)
+
+
+@ADVANTAGES.register("grpo")
+def grpo(batch: AdvantageBatch, norm_by_std: bool = True, eps: float = 1e-6) -> list[Tensor]:
+    """GRPO (Shao et al. 2024): group-mean baseline, divided by the group std.
+
+    ``norm_by_std=False`` is Dr. GRPO (Liu et al. 2025) / KBQA-R1's mean-centred form and
+    KG-Reasoner's REINFORCE with a group-mean baseline.
+    """
+    adv = group_normalize(batch.rewards.float(), batch.index, norm_by_std, eps)
+    return [a.repeat(n) for a, n in zip(adv, batch.turns(), strict=True)]
+
+
+@ADVANTAGES.register("kg_r1_turn")
+def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", turn_weight: float = 0.5,
+               eps: float = 1e-6) -> list[Tensor]:
+    """KG-R1's turn-level group credit (Song et al., §3.3 eq. 3).
+
+    ``mode="paper"``: ``G_t = r_t + λ·R_global``, z-scored with one mean and std pooled
+    over all turns of all rollouts of the same question.
+    ``mode="code"`` (official code): ``turn_weight · z(r_t) + z(R_global)`` with turn rewards
+    z-scored over all turns of the group and global rewards over its trajectories.
+    """
+    if batch.turn_rewards is None or batch.global_rewards is None:
+        raise ValueError("kg_r1_turn needs turn_rewards and global_rewards")
+    lengths = [len(t) for t in batch.turn_rewards]
+    turn_index = torch.repeat_interleave(batch.index, torch.tensor(lengths))
+    flat_turn = torch.cat([t.float() for t in batch.turn_rewards])
+    if mode == "paper":
+        g_flat = flat_turn + lam * torch.repeat_interleave(batch.global_rewards.float(), torch.tensor(lengths))
+        flat = group_normalize(g_flat, turn_index, True, eps)
+    elif mode == "code":
+        turn_adv = group_normalize(flat_turn, turn_index, True, eps)
+        glob_adv = group_normalize(batch.global_rewards.float(), batch.index, True, eps)
+        flat = turn_weight * turn_adv + torch.repeat_interleave(glob_adv, torch.tensor(lengths))
+    else:
+        raise ValueError("mode must be 'paper' or 'code'")
+    return list(torch.split(flat, lengths))
+
+
+def token_advantages(per_turn: list[Tensor], turn_index: Tensor, loss_mask: Tensor) -> Tensor:
+    """Spread per-turn advantages over tokens.
+
+    Shapes: ``turn_index`` and ``loss_mask`` ``[N, L]`` (turn of each token, -1 for the
+    prompt and padding) → ``[N, L]``, zero wherever the mask is 0.
+
+    >>> token_advantages([torch.tensor([1.0, -2.0])], torch.tensor([[-1, 0, 0, 1]]), torch.tensor([[0, 1, 0, 1]]))
+    tensor([[ 0.,  1.,  0., -2.]])
+    """
+    out = torch.zeros(turn_index.shape, dtype=torch.float32)
+    for i, adv in enumerate(per_turn):
+        idx = turn_index[i].clamp(min=0, max=max(len(adv) - 1, 0))
+        vals = adv.float()[idx] if len(adv) else torch.zeros_like(idx, dtype=torch.float32)
+        out[i] = vals * (turn_index[i] >= 0) * loss_mask[i]
+    return out
