@@ -1,0 +1,139 @@
+"""Generation engines: one interface, a transformers backend and an optional vLLM one."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kgreason.errors import KGReasonError
+
+
+@dataclass
+class Generation:
+    """One completion: its tokens (stop string included, padding removed) and text.
+
+    ``finish`` is ``"stop"`` (a stop string), ``"eos"`` or ``"length"``.
+    """
+
+    token_ids: list[int]
+    text: str
+    finish: str
+
+
+class Engine(abc.ABC):
+    """Batched generation from token-id prompts."""
+
+    @abc.abstractmethod
+    def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
+                 max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
+        """Complete each prompt; stop at the first of ``stop`` (kept in the output)."""
+
+
+class HFEngine(Engine):
+    """``model.generate`` on a left-padded batch with stop strings, under bf16 autocast.
+
+    Args:
+        policy: a :class:`~kgreason.models.CausalLMPolicy`.
+        temperature, top_p, top_k: sampling (KG-R1 trains at 1.0 / 1.0 / off).
+        batch_size: split larger batches (None: all at once).
+    """
+
+    def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+                 batch_size: int | None = None):
+        self.policy = policy
+        self.tokenizer = policy.tokenizer
+        self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+        self.batch_size = batch_size
+
+    def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
+                 max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
+        if not prompts:
+            return []
+        bs = self.batch_size or len(prompts)
+        out: list[Generation] = []
+        for i in range(0, len(prompts), bs):
+            out.extend(self._generate(prompts[i : i + bs], stop, max_new_tokens, greedy))
+        return out
+
+    @torch.no_grad()
+    def _generate(self, prompts, stop, max_new_tokens, greedy) -> list[Generation]:
+        tok = self.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p):] = torch.tensor(list(p))
+            mask[i, width - len(p):] = 1
+        model = self.policy.model
+        was_training = model.training
+        model.eval()
+        kw = {"do_sample": False} if greedy else {
+            "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
+        with self.policy.autocast():
+            seqs = model.generate(
+                input_ids=ids.to(self.policy.device), attention_mask=mask.to(self.policy.device),
+                max_new_tokens=max_new_tokens, stop_strings=list(stop) or None, tokenizer=tok,
+                pad_token_id=pad, eos_token_id=tok.eos_token_id, **kw)
+        model.train(was_training)
+        return [self._finish(seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
+
+    def _finish(self, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
+        tok = self.tokenizer
+        eos = tok.eos_token_id
+        if eos in new:  # everything after the first EOS is padding
+            k = new.index(eos) + 1
+            text = tok.decode(new[:k - 1])
+            hit = _first_stop(text, stop)
+            if hit is None:
+                return Generation(new[:k], text, "eos")
+            new = new[:k - 1]
+        text = tok.decode(new)
+        hit = _first_stop(text, stop)
+        if hit is None:
+            return Generation(new, text, "length" if len(new) >= max_new_tokens else "eos")
+        # The shortest prefix whose text contains the stop string (containment is monotone).
+        lo, hi = 1, len(new)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _first_stop(tok.decode(new[:mid]), stop) is not None:
+                hi = mid
+            else:
+                lo = mid + 1
+        text = tok.decode(new[:lo])
+        end = _first_stop(text, stop)
+        return Generation(new[:lo], text[:end], "stop")
+
+
+def _first_stop(text: str, stop: Sequence[str]) -> int | None:
+    """End offset of the earliest stop string in ``text``."""
+    ends = [text.find(s) + len(s) for s in stop if s and s in text]
+    return min(ends) if ends else None
+
+
+class VLLMEngine(Engine):
+    """vLLM behind the same interface (GPU only; ``pip install kgreason[gpu]``)."""
+
+    def __init__(self, model: str, **kw):
+        try:
+            import vllm
+        except ImportError as e:
+            raise KGReasonError(
+                "VLLMEngine needs vLLM and a GPU: pip install 'kgreason[gpu]'. "
+                "On CPU use HFEngine, which has the same interface.") from e
+        self._llm = vllm.LLM(model=model, **kw)
+        self._vllm = vllm
+
+    def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
+                 max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
+        params = self._vllm.SamplingParams(max_tokens=max_new_tokens, stop=list(stop),
+                                           include_stop_str_in_output=True,
+                                           temperature=0.0 if greedy else 1.0)
+        outs = self._llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params)
+        return [Generation(list(o.outputs[0].token_ids), o.outputs[0].text,
+                           "stop" if o.outputs[0].finish_reason == "stop" else "length") for o in outs]

@@ -1,0 +1,99 @@
+"""Lock-step multi-turn rollouts: all trajectories of a batch advance together.
+
+Each round generates one message for every unfinished trajectory in a single batched
+call, parses and executes it in its environment, and appends the observation. Token
+sequences are built as they go: prompt and observation tokens get loss mask 0, the
+policy's tokens 1, and every token carries its turn index (-1 for the prompt).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kgreason.envs.base import KGEnv
+from kgreason.rollout.engine import Engine
+from kgreason.types import KBQASample, Trajectory
+
+
+@dataclass
+class RolloutStats:
+    generated_tokens: int = 0
+    llm_calls: int = 0
+    kb_calls: int = 0
+    turns: int = 0
+    invalid_calls: int = 0
+    gen_time_s: float = 0.0
+    env_time_s: float = 0.0
+    per_trajectory: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.gen_time_s if self.gen_time_s else 0.0
+
+
+class MultiTurnRollout:
+    """Runs episodes of ``KGEnv``s with a generation engine.
+
+    Args:
+        engine: any :class:`~kgreason.rollout.engine.Engine`.
+        tokenizer: the policy's tokenizer (observations are tokenised with it).
+        chat_ids: ``messages -> prompt token ids`` (the policy's chat template).
+        max_new_tokens: per turn (KG-R1: 256).
+    """
+
+    def __init__(self, engine: Engine, tokenizer, chat_ids, max_new_tokens: int = 256):
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.chat_ids = chat_ids
+        self.max_new_tokens = max_new_tokens
+
+    def run(self, envs: Sequence[KGEnv], samples: Sequence[KBQASample],
+            greedy: bool = False) -> tuple[list[Trajectory], RolloutStats]:
+        if len(envs) != len(samples):
+            raise ValueError("one environment per sample")
+        stats = RolloutStats()
+        trajs: list[Trajectory] = []
+        for env, s in zip(envs, samples, strict=True):
+            prompt = self.chat_ids(env.reset(s))
+            assert env.trajectory is not None
+            t = env.trajectory
+            t.token_ids, t.loss_mask, t.turn_index = list(prompt), [0] * len(prompt), [-1] * len(prompt)
+            trajs.append(t)
+        active = list(range(len(envs)))
+        turn = 0
+        while active:
+            stop = sorted({s for i in active for s in envs[i].stop_sequences})
+            t0 = time.perf_counter()
+            gens = self.engine.generate([trajs[i].token_ids for i in active], stop=stop,
+                                        max_new_tokens=self.max_new_tokens, greedy=greedy)
+            stats.gen_time_s += time.perf_counter() - t0
+            stats.llm_calls += len(active)
+            still = []
+            for i, g in zip(active, gens, strict=True):
+                env, traj = envs[i], trajs[i]
+                traj.token_ids += g.token_ids
+                traj.loss_mask += [1] * len(g.token_ids)
+                traj.turn_index += [turn] * len(g.token_ids)
+                stats.generated_tokens += len(g.token_ids)
+                t0 = time.perf_counter()
+                r = env.step(g.text)
+                stats.env_time_s += time.perf_counter() - t0
+                traj.turns[-1].n_generated_tokens = len(g.token_ids)
+                stats.kb_calls += r.info.get("kb_calls", 0)
+                stats.invalid_calls += int(bool(r.info.get("error")) and not r.done)
+                if not r.done:
+                    obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
+                    traj.token_ids += obs
+                    traj.loss_mask += [0] * len(obs)
+                    traj.turn_index += [turn] * len(obs)
+                    still.append(i)
+            active = still
+            turn += 1
+        stats.turns = sum(len(t.turns) for t in trajs)
+        for t in trajs:
+            t.check_token_fields()
+            stats.per_trajectory.append({"turns": len(t.turns), "generated_tokens": sum(t.loss_mask),
+                                         "kb_calls": sum(x.kb_calls for x in t.turns)})
+        return trajs, stats

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kgreason.models import CausalLMPolicy, LoraSettings
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return CausalLMPolicy.tiny(seed=0)
+
+
+def test_chat_ids_end_at_assistant_turn(tiny):
+    ids = tiny.chat_ids([{"role": "user", "content": "hello"}])
+    assert tiny.tokenizer.decode(ids).endswith("<|im_start|>assistant\n")
+
+
+def test_token_logprobs_match_a_manual_softmax(tiny):
+    ids = torch.tensor([tiny.chat_ids([{"role": "user", "content": "a b c"}])])
+    lp, ent = tiny.token_logprobs(ids, torch.ones_like(ids), with_entropy=True)
+    logits = tiny.model(input_ids=ids).logits[0, :-1]
+    manual = torch.log_softmax(logits, -1)[torch.arange(ids.shape[1] - 1), ids[0, 1:]]
+    assert lp.shape == ids.shape and lp[0, 0] == 0
+    assert torch.allclose(lp[0, 1:], manual, atol=1e-5)
+    assert (ent[0, 1:] > 0).all()
+
+
+def test_lora_reference_is_the_base_model():
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=1)
+    ids = torch.tensor([pol.chat_ids([{"role": "user", "content": "x"}])])
+    mask = torch.ones_like(ids)
+    ref0 = pol.reference_logprobs(ids, mask)
+    assert torch.allclose(ref0, pol.token_logprobs(ids, mask)[0], atol=1e-6)  # LoRA B starts at 0
+    with torch.no_grad():
+        for n, p in pol.model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.5)
+    assert not torch.allclose(pol.token_logprobs(ids, mask)[0], ref0, atol=1e-4)
+    assert torch.allclose(pol.reference_logprobs(ids, mask), ref0, atol=1e-6)
+    assert all("lora" in n for n, p in pol.model.named_parameters() if p.requires_grad)
+
+
+def test_full_finetune_reference_is_a_frozen_copy(tiny):
+    ids = torch.tensor([tiny.chat_ids([{"role": "user", "content": "y"}])])
+    mask = torch.ones_like(ids)
+    ref0 = tiny.reference_logprobs(ids, mask)
+    with torch.no_grad():
+        next(tiny.model.parameters()).add_(0.1)
+    assert torch.allclose(tiny.reference_logprobs(ids, mask), ref0)
