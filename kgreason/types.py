@@ -206,6 +206,13 @@ class Trajectory:
     turn_index: list[int] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def append_tokens(self, ids: list[int], policy: bool, turn: int) -> None:
+        """Append a segment: the policy's tokens (``policy=True``, mask 1) or prompt /
+        environment tokens (mask 0), all tagged with ``turn`` (-1 for the prompt)."""
+        self.token_ids += ids
+        self.loss_mask += [int(policy)] * len(ids)
+        self.turn_index += [turn] * len(ids)
+
     def check_token_fields(self) -> None:
         """Raise ``ValueError`` unless the token-level fields line up."""
         n = len(self.token_ids)

@@ -88,11 +88,13 @@ class CausalLMPolicy:
         model = model or self.model
         with self.autocast():
             logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-        logp_all = torch.log_softmax(logits, dim=-1)
-        lp = logp_all.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+        # gather − logsumexp: no full [N, L, V] log-prob tensor unless entropy is wanted
+        lse = torch.logsumexp(logits, dim=-1)
+        lp = logits.gather(-1, input_ids[:, 1:, None]).squeeze(-1) - lse
         lp = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
         ent = None
         if with_entropy:
+            logp_all = logits - lse[..., None]
             e = -(logp_all.exp() * logp_all).sum(-1)
             ent = torch.cat([torch.zeros_like(e[:, :1]), e], dim=1)
         return lp, ent

@@ -59,7 +59,8 @@ class MultiTurnRollout:
             prompt = self.chat_ids(env.reset(s))
             assert env.trajectory is not None
             t = env.trajectory
-            t.token_ids, t.loss_mask, t.turn_index = list(prompt), [0] * len(prompt), [-1] * len(prompt)
+            t.token_ids, t.loss_mask, t.turn_index = [], [], []
+            t.append_tokens(list(prompt), policy=False, turn=-1)
             trajs.append(t)
         active = list(range(len(envs)))
         turn = 0
@@ -73,9 +74,7 @@ class MultiTurnRollout:
             still = []
             for i, g in zip(active, gens, strict=True):
                 env, traj = envs[i], trajs[i]
-                traj.token_ids += g.token_ids
-                traj.loss_mask += [1] * len(g.token_ids)
-                traj.turn_index += [turn] * len(g.token_ids)
+                traj.append_tokens(g.token_ids, policy=True, turn=turn)
                 stats.generated_tokens += len(g.token_ids)
                 t0 = time.perf_counter()
                 r = env.step(g.text)
@@ -85,9 +84,7 @@ class MultiTurnRollout:
                 stats.invalid_calls += int(bool(r.info.get("error")) and not r.done)
                 if not r.done:
                     obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
-                    traj.token_ids += obs
-                    traj.loss_mask += [0] * len(obs)
-                    traj.turn_index += [turn] * len(obs)
+                    traj.append_tokens(obs, policy=False, turn=turn)
                     still.append(i)
             active = still
             turn += 1

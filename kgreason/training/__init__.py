@@ -1,0 +1,7 @@
+"""Lightning modules and training data (SPEC §8)."""
+
+from kgreason.training.batching import collate
+from kgreason.training.cold_start import oracle_sft_trajectories
+from kgreason.training.sft import SFTLitModule, masked_nll
+
+__all__ = ["SFTLitModule", "collate", "masked_nll", "oracle_sft_trajectories"]
