@@ -1,0 +1,46 @@
+"""RLLitModule end to end on the tiny model and the demo KG."""
+
+from __future__ import annotations
+
+import json
+
+import lightning as L
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from kgreason import rewards
+from kgreason.data import load_dataset
+from kgreason.envs import make_env
+from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.rollout import HFEngine, MultiTurnRollout
+from kgreason.training import JsonlSink, PromptStream, RLConfig, RLLitModule
+
+
+@pytest.mark.parametrize("advantage,kwargs", [("grpo", {}), ("kg_r1_turn", {"mode": "paper"})])
+def test_rl_steps_update_lora_and_log(tmp_path, demo_oxigraph, advantage, kwargs):
+    torch.manual_seed(0)
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    before = {n: p.detach().clone() for n, p in pol.model.named_parameters() if p.requires_grad}
+    frozen = {n: p.detach().clone() for n, p in pol.model.named_parameters() if not p.requires_grad}
+    ro = MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids, max_new_tokens=12)
+    sink = JsonlSink(tmp_path / "trajectories.jsonl")
+    module = RLLitModule(pol, ro, lambda: make_env("kg_r1", demo_oxigraph, max_turns=2), rewards.get("kg_r1"),
+                         RLConfig(n_rollouts=2, mini_batch_size=2, lr=1e-2, kl_coef=0.01, advantage=advantage,
+                                  advantage_kwargs=kwargs, iterations=2),
+                         sink=sink)
+    samples = load_dataset("demo", split="train")[:6]
+    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(module, DataLoader(PromptStream(samples, batch_size=2), batch_size=None))
+    changed = [n for n, p in pol.model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
+    assert changed, "no LoRA weight moved"
+    assert all(torch.equal(p, frozen[n]) for n, p in pol.model.named_parameters() if not p.requires_grad)
+    m = trainer.callback_metrics
+    for key in ("train/reward", "train/f1", "train/kl", "train/entropy", "train/clip_frac", "train/turns",
+                "train/invalid_calls", "train/response_tokens", "reward/turn_format", "reward/retrieval"):
+        assert key in m, key
+    rows = [json.loads(line) for line in sink.path.read_text().splitlines()]
+    assert len(rows) == 2 * 2 * 2 and {r["step"] for r in rows} == {0, 1}  # 2 iterations × 2 questions × N=2
+    assert module.iteration == 2 and trainer.global_step == 4  # two optimizer updates per iteration
+    assert all("turns" in r and "reward" in r for r in rows)
