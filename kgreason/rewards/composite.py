@@ -70,6 +70,7 @@ class CompositeReward:
         for c in self.components:
             raw[c.key] = get(c.name)(trajectory, sample, **{**ctx, **c.kwargs})
         total = 0.0
+        glob = 0.0
         turn: list[float] | None = None
         comps: dict[str, float] = {}
         for c in self.components:
@@ -78,9 +79,13 @@ class CompositeReward:
             w = c.weight if on else 0.0
             comps[c.key] = out.total
             comps[f"{c.key}/weighted"] = w * out.total
+            comps.update({f"{c.key}/{k}": v for k, v in out.components.items() if k != c.key})
             total += w * out.total
+            # trajectory-level part: a component's own "global", else all of a turn-less one
+            glob += w * out.components.get("global", out.total if out.turn is None else 0.0)
             if out.turn is not None and w:
                 turn = [a + w * b for a, b in zip(turn or [0.0] * len(out.turn), out.turn, strict=True)]
+        comps["global"] = glob
         comps["uncapped"] = total
         if self.cap is not None:
             total = min(total, self.cap)

@@ -142,7 +142,8 @@ class RLLitModule(L.LightningModule):
         adv_in = AdvantageBatch(
             rewards=torch.tensor([o.total for o in outs]),
             index=index,
-            turn_rewards=[torch.tensor(o.turn if o.turn else [o.total] * len(t.turns))
+            # rewards without per-turn values are all trajectory-level (global)
+            turn_rewards=[torch.tensor(o.turn if o.turn else [0.0] * len(t.turns))
                           for o, t in zip(outs, trajs, strict=True)],
             global_rewards=torch.tensor([o.components.get("global", o.total) for o in outs]),
             n_turns=[len(t.turns) for t in trajs],

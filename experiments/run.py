@@ -1,0 +1,188 @@
+"""Train and evaluate a method: ``python experiments/run.py method=kg_r1 preset=smoke``.
+
+Stages (``stage=all``): evaluate the untrained policy → cold-start SFT on gold-path
+oracle trajectories (``sft=oracle``; ``sft=none`` is paper-faithful KG-R1) → RL →
+evaluate again. Everything lands in the run's output folder: the resolved config,
+checkpoints, metrics CSVs, trajectories JSONL (appended and flushed as they are made),
+results as JSON and Markdown, and PNG plots of the training curves.
+
+Ablations swap one group: ``python experiments/run.py -m method=kg_r1 preset=smoke reward=kg_r1,f1_only``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import hydra
+import lightning as L
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from kgreason.data import load_dataset
+from kgreason.envs import make_env
+from kgreason.eval import EvalReport, evaluate
+from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.rewards import Component, CompositeReward
+from kgreason.rollout import HFEngine, MultiTurnRollout
+from kgreason.training import (
+    JsonlSink,
+    PromptStream,
+    RLConfig,
+    RLLitModule,
+    SFTLitModule,
+    collate,
+    oracle_sft_trajectories,
+)
+
+log = logging.getLogger("kgreason.run")
+
+
+def build_policy(model_cfg: DictConfig, checkpoint: str | None) -> CausalLMPolicy:
+    lora = LoraSettings(**model_cfg.lora) if model_cfg.lora else None
+    if model_cfg.name == "tiny":
+        policy = CausalLMPolicy.tiny(lora=lora)
+    else:
+        policy = CausalLMPolicy.from_pretrained(model_cfg.name, lora=lora, bf16=model_cfg.bf16)
+    if checkpoint:
+        state = torch.load(checkpoint, map_location="cpu")
+        missing, unexpected = policy.model.load_state_dict(state, strict=False)
+        if unexpected:
+            raise ValueError(f"checkpoint {checkpoint} does not fit this model: {unexpected[:3]}")
+        log.info("loaded policy weights from %s (%d tensors)", checkpoint, len(state))
+    return policy
+
+
+def save_policy(policy: CausalLMPolicy, path: Path) -> None:
+    """Save the trainable weights (LoRA adapters, or everything when fully fine-tuned)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+    state = {k: v for k, v in policy.model.state_dict().items() if k in trainable}
+    torch.save(state, path)
+
+
+def build_reward(cfg: DictConfig) -> CompositeReward:
+    comps = [Component(**OmegaConf.to_container(c, resolve=True)) for c in cfg.components]
+    return CompositeReward(comps, cap=cfg.cap)
+
+
+def trainer(out: Path, name: str, **kw: Any) -> L.Trainer:
+    return L.Trainer(accelerator="cpu", devices=1, default_root_dir=out,
+                     logger=L.pytorch.loggers.CSVLogger(out, name=name, version=""),
+                     enable_model_summary=False, log_every_n_steps=1, **kw)
+
+
+def run_eval(rollout, make, samples, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
+    bar = tqdm(total=len(samples), desc=f"eval ({tag})", unit="q")
+    report, trajs = evaluate(rollout, make, samples, batch_size=cfg.trainer.eval_batch_size,
+                             n_runs=cfg.trainer.eval_runs, seed=cfg.seed, progress=bar.update)
+    bar.close()
+    JsonlSink(out / "trajectories.jsonl")(trajs, -1, f"eval/{tag}")
+    with (out / f"eval_{tag}.jsonl").open("w", encoding="utf-8") as f:
+        for r in report.rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return report
+
+
+def plot_curves(out: Path) -> list[Path]:
+    """PNG plots of the RL curves (reward, F1, response length, turns, invalid calls)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    csv = out / "rl" / "metrics.csv"
+    if not csv.exists():
+        return []
+    df = pd.read_csv(csv)
+    if "train/iteration" not in df:
+        return []
+    df = df.dropna(subset=["train/iteration"])
+    panels = [("train/reward", "reward"), ("train/f1", "F1"), ("train/response_tokens", "response tokens"),
+              ("train/turns", "turns"), ("train/invalid_calls", "invalid calls"), ("train/kl", "KL")]
+    panels = [(k, t) for k, t in panels if k in df]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3))
+    for ax, (k, title) in zip(axes if len(panels) > 1 else [axes], panels, strict=True):
+        ax.plot(df["train/iteration"], df[k], marker="o", ms=3)
+        ax.set_title(title)
+        ax.set_xlabel("RL iteration")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = out / "training_curves.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> dict[str, Any]:
+    out = Path(HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    L.seed_everything(cfg.seed, verbose=False)
+
+    kb = instantiate(cfg.kb)
+    env_kw = OmegaConf.to_container(cfg.env, resolve=True)
+    make = functools.partial(make_env, env_kw.pop("method"), kb, **env_kw)
+    policy = build_policy(cfg.model, cfg.checkpoint)
+    rollout = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, cfg.model.max_new_tokens)
+    d = cfg.data
+    train = load_dataset(d.name, d.path, split=d.train_split, limit=d.train_limit, **d.kwargs)
+    dev = load_dataset(d.name, d.path, split=d.eval_split, limit=d.eval_limit, **d.kwargs)
+    results: dict[str, Any] = {"output_dir": str(out)}
+    reports: dict[str, EvalReport] = {}
+
+    if cfg.stage in ("all", "eval"):
+        tag = "untrained" if cfg.stage == "all" else "checkpoint"
+        reports[tag] = run_eval(rollout, make, dev, cfg, out, tag)
+
+    if cfg.stage in ("all", "sft") and cfg.sft == "oracle" and cfg.trainer.sft_steps > 0:
+        trajs = oracle_sft_trajectories(train, make, policy.chat_ids, policy.tokenizer)
+        log.info("SFT on %d oracle trajectories", len(trajs))
+        loader = DataLoader(trajs, batch_size=cfg.trainer.sft_batch_size, shuffle=True,
+                            collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
+                                                         max_len=cfg.trainer.sft_max_len))
+        trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(
+            SFTLitModule(policy, lr=cfg.trainer.sft_lr), loader)
+        save_policy(policy, out / "checkpoints" / "policy_sft.pt")
+        results["sft_trajectories"] = len(trajs)
+
+    if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:
+        rl_cfg = RLConfig(**OmegaConf.to_container(cfg.objective, resolve=True),
+                          iterations=cfg.trainer.rl_iterations)
+        module = RLLitModule(policy, rollout, make, build_reward(cfg.reward), rl_cfg,
+                             sink=JsonlSink(out / "trajectories.jsonl"))
+        ckpt = L.pytorch.callbacks.ModelCheckpoint(
+            dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.trainer.checkpoint_every)
+        tr = trainer(out, "rl", max_steps=-1, callbacks=[ckpt])
+        tr.fit(module, DataLoader(PromptStream(train, cfg.trainer.rl_batch_size, cfg.seed), batch_size=None),
+               ckpt_path=cfg.resume)
+        save_policy(policy, out / "checkpoints" / "policy.pt")
+
+    if cfg.stage == "all":
+        reports["trained"] = run_eval(rollout, make, dev, cfg, out, "trained")
+
+    results["eval"] = {k: {"overall": r.overall, "by_level": r.by_level, "by_qtype": r.by_qtype}
+                       for k, r in reports.items()}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    md = [f"# Results: method={HydraConfig.get().runtime.choices.get('method')} "
+          f"preset={HydraConfig.get().runtime.choices.get('preset')}"]
+    md += [r.markdown(k) for k, r in reports.items()]
+    (out / "results.md").write_text("\n\n".join(md) + "\n")
+    results["plots"] = [str(p) for p in plot_curves(out)]
+    for k, r in reports.items():
+        print(f"[{k}] dev F1 {r.overall['f1']:.3f}  Hit@1 {r.overall['hit1']:.3f}  (n={r.overall['n']})")
+    print(f"outputs: {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

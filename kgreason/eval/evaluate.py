@@ -1,0 +1,98 @@
+"""Evaluate a policy in KG environments (SPEC §10).
+
+Greedy decoding by default (KG-R1 evaluates at temperature 0); ``n_runs > 1`` samples
+several runs and takes the union of their answer sets (KG-R1's N-run union).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgreason.envs.base import KGEnv
+from kgreason.eval.metrics import hit_at_1, matches, precision_recall_f1
+from kgreason.rollout.multiturn import MultiTurnRollout
+from kgreason.types import Entity, KBQASample, Trajectory
+
+
+@dataclass
+class EvalReport:
+    overall: dict[str, float]
+    by_level: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_qtype: dict[str, dict[str, float]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def markdown(self, title: str = "") -> str:
+        keys = ["n", "em", "f1", "precision", "recall", "hit1", "rhit1", "gen_tokens", "llm_calls", "kb_calls", "latency_s"]
+        lines = [f"### {title}" if title else "", "| group | " + " | ".join(keys) + " |",
+                 "|" + "---|" * (len(keys) + 1)]
+
+        def row(name: str, m: dict[str, float]) -> str:
+            return f"| {name} | " + " | ".join(f"{m.get(k, 0):.3f}" if k != "n" else str(int(m.get(k, 0))) for k in keys) + " |"
+
+        lines.append(row("all", self.overall))
+        lines += [row(f"level: {k}", v) for k, v in sorted(self.by_level.items())]
+        lines += [row(f"type: {k}", v) for k, v in sorted(self.by_qtype.items())]
+        return "\n".join(x for x in lines if x is not None)
+
+
+def _union(answers: Sequence[Sequence[Entity]]) -> list[Entity]:
+    out: list[Entity] = []
+    for run in answers:
+        for a in run:
+            if not any(matches(a, b) for b in out):
+                out.append(a)
+    return out
+
+
+def score(pred: Sequence[Entity], gold: Sequence[Entity], rng: random.Random) -> dict[str, float]:
+    p, r, f = precision_recall_f1(pred, gold)
+    return {"em": float(p == 1.0 and r == 1.0 and bool(pred)), "f1": f, "precision": p, "recall": r,
+            "hit1": hit_at_1(pred, gold),
+            "rhit1": float(bool(pred) and any(matches(rng.choice(list(pred)), g) for g in gold))}
+
+
+def _mean(rows: list[dict[str, Any]]) -> dict[str, float]:
+    keys = ["em", "f1", "precision", "recall", "hit1", "rhit1", "gen_tokens", "llm_calls", "kb_calls", "latency_s"]
+    n = len(rows)
+    out = {k: sum(r[k] for r in rows) / n for k in keys} if n else {k: 0.0 for k in keys}
+    out["n"] = n
+    return out
+
+
+def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: Sequence[KBQASample],
+             batch_size: int = 8, n_runs: int = 1, seed: int = 0,
+             progress: Callable[[int], None] | None = None) -> tuple[EvalReport, list[Trajectory]]:
+    """Run the policy on ``samples`` and score it; returns the report and all trajectories."""
+    rng = random.Random(seed)
+    rows, all_trajs = [], []
+    for i in range(0, len(samples), batch_size):
+        chunk = list(samples[i : i + batch_size])
+        runs: list[list[Trajectory]] = []
+        t0 = time.perf_counter()
+        for _ in range(n_runs):
+            trajs, _ = rollout.run([make_env() for _ in chunk], chunk, greedy=n_runs == 1)
+            runs.append(trajs)
+            all_trajs += trajs
+        latency = (time.perf_counter() - t0) / len(chunk)
+        for j, s in enumerate(chunk):
+            ts = [r[j] for r in runs]
+            pred = _union([t.answer for t in ts])
+            row = {"id": s.id, "level": s.level, "qtype": s.meta.get("qtype"), "question": s.question,
+                   "pred": [a.label for a in pred], "gold": [a.label for a in s.answers],
+                   **score(pred, s.answers, rng),
+                   "gen_tokens": sum(sum(t.loss_mask) for t in ts), "llm_calls": sum(len(t.turns) for t in ts),
+                   "kb_calls": sum(x.kb_calls for t in ts for x in t.turns), "latency_s": latency}
+            rows.append(row)
+        if progress:
+            progress(len(chunk))
+    by_level, by_qtype = defaultdict(list), defaultdict(list)
+    for r in rows:
+        by_level[str(r["level"])].append(r)
+        by_qtype[str(r["qtype"])].append(r)
+    return EvalReport(_mean(rows), {k: _mean(v) for k, v in by_level.items()},
+                      {k: _mean(v) for k, v in by_qtype.items()}, rows), all_trajs
