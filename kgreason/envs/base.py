@@ -55,12 +55,12 @@ class EpisodeState:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def remember(self, name: str, id_: str) -> None:
-        ids = self.known.setdefault(name, [])
-        if id_ not in ids:
-            ids.append(id_)
-        lower = self.known.setdefault(name.lower(), [])
-        if id_ not in lower:
-            lower.append(id_)
+        for key in (name, name.lower()):
+            ids = self.known.get(key)
+            if ids is None:
+                self.known[key] = [id_]
+            elif id_ not in ids:
+                ids.append(id_)
 
 
 class ActionSpace(abc.ABC):
@@ -95,10 +95,11 @@ class ActionSpace(abc.ABC):
 
     def extract_answer(self, text: str) -> str | None:
         """Raw answer text: ``<answer>``, then ``\\boxed{}`` inside it or alone."""
-        ans = last_tag(text, self.answer_tag)
-        if ans is not None:
-            inner = boxed(ans)
-            return inner if inner is not None else ans
+        if f"<{self.answer_tag}>" in text:  # the regexes only when the tag is there
+            ans = last_tag(text, self.answer_tag)
+            if ans is not None:
+                inner = boxed(ans)
+                return inner if inner is not None else ans
         return boxed(text)
 
     def init_state(self, state: EpisodeState) -> None:  # noqa: B027 - optional hook

@@ -279,7 +279,7 @@ class KGR1ActionSpace(ActionSpace):
                 continue
             name = names.get(t.value)
             state.remember(t.value, t.value)
-            if name:
+            if name and name != t.value:
                 state.remember(name, t.value)
                 labels.append(f"{name} ({t.value})" if self.show_ids == "always" else name)
             else:

@@ -23,6 +23,7 @@ FREEBASE_NS = "http://rdf.freebase.com/ns/"
 # encoding is reversible), is percent-encoded. Anything looser lets strings like '[' or
 # '##' through, which are not valid in an IRI path.
 _SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]")
+_SAFE_RUN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
 
 
 def _safe_char(ch: str) -> bool:
@@ -37,7 +38,7 @@ def encode_iri_part(s: str) -> str:
     >>> encode_iri_part("Zürich [film]")
     'Zürich%20%5Bfilm%5D'
     """
-    if all(_safe_char(c) for c in s):
+    if _SAFE_RUN.fullmatch(s) or all(_safe_char(c) for c in s):
         return s
     return "".join(c if _safe_char(c) else quote(c, safe="") for c in s)
 
@@ -136,7 +137,8 @@ class KBSchema:
         """KB-local id of an IRI (the IRI itself when outside both namespaces)."""
         for ns in (self.entity_ns, self.relation_ns):
             if iri.startswith(ns):
-                return unquote(iri[len(ns):])
+                local = iri[len(ns):]
+                return unquote(local) if "%" in local else local
         return iri
 
     @property
