@@ -48,3 +48,14 @@ def test_full_finetune_reference_is_a_frozen_copy(tiny):
     with torch.no_grad():
         next(tiny.model.parameters()).add_(0.1)
     assert torch.allclose(tiny.reference_logprobs(ids, mask), ref0)
+
+
+def test_real_smollm2_lora_keeps_bf16_base_and_fp32_adapters():
+    pol = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=4, alpha=8))
+    trainable = {p.dtype for p in pol.parameters()}
+    frozen = {p.dtype for p in pol.model.parameters() if not p.requires_grad}
+    assert trainable == {torch.float32} and frozen == {torch.bfloat16}
+    ids = torch.tensor([pol.chat_ids([{"role": "user", "content": "What is the capital of France?"}])])
+    lp, _ = pol.token_logprobs(ids, torch.ones_like(ids))
+    lp[0, -5:].sum().backward()
+    assert all(p.grad is not None for p in pol.parameters())
