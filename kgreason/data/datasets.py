@@ -95,7 +95,7 @@ def load_demo(path: str | Path | None = None, split: str = "dev", **_: Any) -> l
     """The demo questions shipped with kgreason (``split``: train/dev/test/all)."""
     from kgreason.data.demo.build import QUESTIONS_FILE
 
-    records = _read_json(path or QUESTIONS_FILE.with_suffix(".jsonl"))
+    records = _read_json(path or QUESTIONS_FILE)
     out = [KBQASample.from_dict(r) for r in records]
     return out if split == "all" else [s for s in out if s.meta.get("split") == split]
 
