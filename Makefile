@@ -43,8 +43,13 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(PY) experiments/demo_env.py
 
-bench: $(STAMP)
+# Each script prints its figures measured side by side in one run (see docs/benchmarks.md).
+bench: $(STAMP) system-deps
 	$(PY) experiments/benchmarks/kb_latency.py
+	$(PY) experiments/benchmarks/oracle_kg_r1.py
+	$(PY) experiments/benchmarks/env_overhead.py
+	$(PY) experiments/benchmarks/rollout_speed.py
+	$(PY) experiments/benchmarks/rl_update.py
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache
