@@ -52,20 +52,15 @@ def build_policy(model_cfg: DictConfig, checkpoint: str | None) -> CausalLMPolic
     else:
         policy = CausalLMPolicy.from_pretrained(model_cfg.name, lora=lora, bf16=model_cfg.bf16)
     if checkpoint:
-        state = torch.load(checkpoint, map_location="cpu")
-        missing, unexpected = policy.model.load_state_dict(state, strict=False)
-        if unexpected:
-            raise ValueError(f"checkpoint {checkpoint} does not fit this model: {unexpected[:3]}")
-        log.info("loaded policy weights from %s (%d tensors)", checkpoint, len(state))
+        policy.load_checkpoint_state(torch.load(checkpoint, map_location="cpu"))
+        log.info("loaded policy weights from %s", checkpoint)
     return policy
 
 
 def save_policy(policy: CausalLMPolicy, path: Path) -> None:
-    """Save the trainable weights (LoRA adapters, or everything when fully fine-tuned)."""
+    """Save the trained weights (the LoRA adapter stack, or everything when fully fine-tuned)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
-    state = {k: v for k, v in policy.model.state_dict().items() if k in trainable}
-    torch.save(state, path)
+    torch.save(policy.checkpoint_state(), path)
 
 
 def build_reward(cfg: DictConfig) -> CompositeReward:
@@ -153,6 +148,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(
             SFTLitModule(policy, lr=cfg.trainer.sft_lr), loader)
         save_policy(policy, out / "checkpoints" / "policy_sft.pt")
+        policy.merge_lora()  # RL's reference (adapters off) is now the SFT policy
         results["sft_trajectories"] = len(trajs)
 
     if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:

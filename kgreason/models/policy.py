@@ -43,13 +43,11 @@ class CausalLMPolicy:
         self.bf16 = bf16
         self.lora = lora
         if lora is not None:
-            from peft import LoraConfig, get_peft_model
-
-            model = get_peft_model(model, LoraConfig(
-                r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                target_modules=list(lora.target_modules), task_type="CAUSAL_LM"))
+            model = self._wrap(model)
         self.model = model
         self._ref = None
+        #: adapters already folded into the base weights, oldest first (for checkpoints)
+        self.merged_adapters: list[dict[str, Tensor]] = []
 
     @classmethod
     def from_pretrained(cls, name: str = "smollm2-135m-instruct", lora: LoraSettings | None = DEFAULT_LORA,
@@ -65,6 +63,53 @@ class CausalLMPolicy:
         """A tiny random model with SmolLM2's tokenizer and chat template (tests, smoke runs)."""
         tok = load_tokenizer()
         return cls(tiny_causal_lm(tok, seed=seed, **kw), tok, lora=lora, bf16=False)
+
+    def _wrap(self, model):
+        from peft import LoraConfig, get_peft_model
+
+        lora = self.lora
+        return get_peft_model(model, LoraConfig(
+            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules), task_type="CAUSAL_LM"))
+
+    def adapter_state(self) -> dict[str, Tensor]:
+        """The trainable weights (the adapters, or everything when fully fine-tuned)."""
+        names = {n for n, p in self.model.named_parameters() if p.requires_grad}
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items() if k in names}
+
+    def merge_lora(self) -> None:
+        """Fold the adapters into the base weights and start fresh (zero) adapters.
+
+        Call between SFT and RL: the reference policy (adapters disabled) then is the
+        SFT policy, not the pre-SFT model, so the KL term keeps RL near what SFT taught.
+        """
+        if self.lora is None:
+            return
+        self.merged_adapters.append(self.adapter_state())
+        self.model = self._wrap(self.model.merge_and_unload())
+        self._ref = None
+
+    def checkpoint_state(self) -> dict:
+        """What :meth:`load_checkpoint_state` needs to rebuild this policy's weights."""
+        if self.lora is None:
+            return {"full": self.adapter_state()}
+        return {"adapters": [*self.merged_adapters, self.adapter_state()]}
+
+    def load_checkpoint_state(self, state: dict) -> None:
+        """Load :meth:`checkpoint_state` output (adapter stacks are merged in order)."""
+        if "full" in state:
+            self.model.load_state_dict(state["full"], strict=False)
+            return
+        if self.lora is None:
+            raise ValueError("this checkpoint holds LoRA adapters; build the policy with lora settings")
+        stack = state["adapters"]
+        for i, adapters in enumerate(stack):
+            missing = set(adapters) - set(self.model.state_dict())
+            if missing:
+                raise ValueError(f"checkpoint adapters do not fit this model: {sorted(missing)[:3]}")
+            self.model.load_state_dict(adapters, strict=False)
+            if i < len(stack) - 1:
+                self.merge_lora()
 
     @property
     def device(self) -> torch.device:

@@ -59,3 +59,25 @@ def test_real_smollm2_lora_keeps_bf16_base_and_fp32_adapters():
     lp, _ = pol.token_logprobs(ids, torch.ones_like(ids))
     lp[0, -5:].sum().backward()
     assert all(p.grad is not None for p in pol.parameters())
+
+
+def test_merge_lora_makes_the_current_policy_the_reference_and_checkpoints_round_trip():
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=2)
+    ids = torch.tensor([pol.chat_ids([{"role": "user", "content": "z"}])])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        for n, p in pol.model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.3)
+    sft = pol.token_logprobs(ids, mask)[0]
+    pol.merge_lora()
+    assert torch.allclose(pol.token_logprobs(ids, mask)[0], sft, atol=1e-4)
+    assert torch.allclose(pol.reference_logprobs(ids, mask), sft, atol=1e-4)  # reference = SFT policy
+    with torch.no_grad():
+        for n, p in pol.model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.2)
+    final = pol.token_logprobs(ids, mask)[0]
+    fresh = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=2)
+    fresh.load_checkpoint_state(pol.checkpoint_state())
+    assert torch.allclose(fresh.token_logprobs(ids, mask)[0], final, atol=1e-4)
