@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import random
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,14 @@ def save_policy(policy: CausalLMPolicy, path: Path) -> None:
     """Save the trained weights (the LoRA adapter stack, or everything when fully fine-tuned)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(policy.checkpoint_state(), path)
+
+
+def subset(samples: list, limit: int | None, seed: int) -> list:
+    """A seeded random subset: dataset files are often ordered by question type, so a
+    prefix would not be representative."""
+    if limit is None or limit >= len(samples):
+        return samples
+    return random.Random(seed).sample(samples, limit)
 
 
 def build_reward(cfg: DictConfig) -> CompositeReward:
@@ -130,8 +139,8 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     policy = build_policy(cfg.model, cfg.checkpoint)
     rollout = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, cfg.model.max_new_tokens)
     d = cfg.data
-    train = load_dataset(d.name, d.path, split=d.train_split, limit=d.train_limit, **d.kwargs)
-    dev = load_dataset(d.name, d.path, split=d.eval_split, limit=d.eval_limit, **d.kwargs)
+    train = subset(load_dataset(d.name, d.path, split=d.train_split, **d.kwargs), d.train_limit, cfg.seed)
+    dev = subset(load_dataset(d.name, d.path, split=d.eval_split, **d.kwargs), d.eval_limit, cfg.seed + 1)
     results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
 
