@@ -15,6 +15,8 @@ import statistics
 import time
 from pathlib import Path
 
+from common import SHARED_DATA
+
 from kgreason.envs import make_env
 from kgreason.kb import load_metaqa_kb, read_metaqa_triples
 from kgreason.types import Entity, KBQASample
@@ -23,7 +25,7 @@ from kgreason.types import Entity, KBQASample
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    ap.add_argument("--data", default=str(SHARED_DATA))
     args = ap.parse_args()
     kb_file = Path(args.data) / "metaqa" / "kb.txt"
     kb = load_metaqa_kb(kb_file)

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import SHARED_DATA
+
 from kgreason.kb import (
     METAQA,
     SparqlEndpointKB,
@@ -46,7 +48,7 @@ def measure(kb, ents, pairs) -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    ap.add_argument("--data", default=str(SHARED_DATA))
     args = ap.parse_args()
     kb_file = Path(args.data) / "metaqa" / "kb.txt"
     if not kb_file.exists():

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import SHARED_DATA
+
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.envs.oracle import PathOracle, expressible
@@ -58,7 +60,7 @@ def run(env, samples, oracle) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    ap.add_argument("--data", default=str(SHARED_DATA))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     oracle = PathOracle()
