@@ -42,7 +42,7 @@ def main() -> int:
                          for i in range(0, args.seqs, args.mini)])
     for i in range(0, args.seqs, args.mini):
         sl = slice(i, i + args.mini)
-        lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True)
+        lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False)
         loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=0.01, entropy=ent)
         opt.zero_grad()
         loss.backward()

@@ -129,8 +129,11 @@ class CausalLMPolicy:
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     def token_logprobs(self, input_ids: Tensor, attention_mask: Tensor, with_entropy: bool = False,
-                       model=None) -> tuple[Tensor, Tensor | None]:
+                       model=None, entropy_grad: bool = True) -> tuple[Tensor, Tensor | None]:
         """Log-prob of every token given its prefix, and optionally the entropy there.
+
+        With ``entropy_grad=False`` the entropy is computed detached, in chunks of
+        positions (for logging: no ``[N, L, V]`` tensors kept for backward).
 
         Shapes: ``input_ids``/``attention_mask`` ``[N, L]`` → ``[N, L]`` (position 0 is 0).
         """
@@ -142,9 +145,18 @@ class CausalLMPolicy:
         lp = logits.gather(-1, input_ids[:, 1:, None]).squeeze(-1) - lse
         lp = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
         ent = None
-        if with_entropy:
+        if with_entropy and entropy_grad:
             logp_all = logits - lse[..., None]
             e = -(logp_all.exp() * logp_all).sum(-1)
+            ent = torch.cat([torch.zeros_like(e[:, :1]), e], dim=1)
+        elif with_entropy:
+            with torch.no_grad():
+                parts = []
+                for i in range(0, logits.shape[1], 128):
+                    chunk = logits[:, i : i + 128].detach()
+                    logp_c = chunk - lse[:, i : i + 128, None].detach()
+                    parts.append(-(logp_c.exp() * logp_c).sum(-1))
+                e = torch.cat(parts, dim=1) if parts else lse.detach()[:, :0]
             ent = torch.cat([torch.zeros_like(e[:, :1]), e], dim=1)
         return lp, ent
 

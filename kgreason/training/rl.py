@@ -184,7 +184,9 @@ class RLLitModule(L.LightningModule):
                 mb = {k: v[idx] for k, v in data.items() if isinstance(v, torch.Tensor) and v.dim() == 2}
                 if mb["loss_mask"].sum() == 0:
                     continue
-                logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"], with_entropy=True)
+                # entropy is always logged; it needs a graph only when it is in the loss
+                logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"], with_entropy=True,
+                                                       entropy_grad=cfg.entropy_coef > 0)
                 loss, m = policy_loss(
                     logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
                     clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,

@@ -81,3 +81,11 @@ def test_merge_lora_makes_the_current_policy_the_reference_and_checkpoints_round
     fresh = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=2)
     fresh.load_checkpoint_state(pol.checkpoint_state())
     assert torch.allclose(fresh.token_logprobs(ids, mask)[0], final, atol=1e-4)
+
+
+def test_detached_chunked_entropy_equals_the_graph_one(tiny):
+    ids = torch.tensor([tiny.chat_ids([{"role": "user", "content": "entropy " * 200}])])
+    mask = torch.ones_like(ids)
+    _, e1 = tiny.token_logprobs(ids, mask, with_entropy=True)
+    _, e2 = tiny.token_logprobs(ids, mask, with_entropy=True, entropy_grad=False)
+    assert ids.shape[1] > 128 and torch.allclose(e1, e2, atol=1e-5) and not e2.requires_grad
