@@ -4,3 +4,21 @@ from pathlib import Path
 
 #: ../shared/data beside the checkout (where CI and developer machines keep the real data)
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def metaqa_kb_file(data: str | Path) -> Path:
+    """The MetaQA ``kb.txt`` under ``data``, or exit with where it was looked for."""
+    kb_file = Path(data) / "metaqa" / "kb.txt"
+    if not kb_file.exists():
+        raise SystemExit(f"MetaQA KB not found at {kb_file}")
+    return kb_file
+
+
+def metaqa_sample_heads(kb_file: Path, n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct head entities of the MetaQA KB, drawn with a fixed seed."""
+    import random
+
+    from kgreason.kb import read_metaqa_triples
+
+    heads = sorted({h for h, _, _ in read_metaqa_triples(kb_file, with_names=False)})
+    return random.Random(seed).sample(heads, n)

@@ -10,15 +10,13 @@ name, format, truncate, record the turn) and compared with the bare
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
-from pathlib import Path
 
-from common import SHARED_DATA
+from common import SHARED_DATA, metaqa_kb_file, metaqa_sample_heads
 
 from kgreason.envs import make_env
-from kgreason.kb import load_metaqa_kb, read_metaqa_triples
+from kgreason.kb import load_metaqa_kb
 from kgreason.types import Entity, KBQASample
 
 
@@ -27,10 +25,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--data", default=str(SHARED_DATA))
     args = ap.parse_args()
-    kb_file = Path(args.data) / "metaqa" / "kb.txt"
+    kb_file = metaqa_kb_file(args.data)
     kb = load_metaqa_kb(kb_file)
-    heads = sorted({h for h, _, _ in read_metaqa_triples(kb_file, with_names=False)})
-    ents = random.Random(0).sample(heads, args.n)
+    ents = metaqa_sample_heads(kb_file, args.n)
     env = make_env("kg_r1", kb, max_turns=10 ** 6)
     rows = []
     for fn, raw in (("get_tail_relations", lambda e, r: kb.relations_out(e)),

@@ -10,7 +10,6 @@ Prints a Markdown table with medians in milliseconds and ratios to embedded Oxig
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import sys
@@ -18,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import SHARED_DATA
+from common import SHARED_DATA, metaqa_kb_file, metaqa_sample_heads
 
 from kgreason.kb import (
     METAQA,
@@ -50,15 +49,11 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--data", default=str(SHARED_DATA))
     args = ap.parse_args()
-    kb_file = Path(args.data) / "metaqa" / "kb.txt"
-    if not kb_file.exists():
-        raise SystemExit(f"MetaQA KB not found at {kb_file}")
+    kb_file = metaqa_kb_file(args.data)
     t0 = time.perf_counter()
     emb = load_metaqa_kb(kb_file)
     load_s = time.perf_counter() - t0
-    rng = random.Random(0)
-    heads = sorted({h for h, r, _ in read_metaqa_triples(kb_file, with_names=False)})
-    ents = rng.sample(heads, args.n)
+    ents = metaqa_sample_heads(kb_file, args.n)
     pairs = [(e, emb.relations_out(e)[0]) for e in ents]
     rows = [("embedded Oxigraph", *measure(emb, ents, pairs), f"{load_s:.1f} s load")]
     t0 = time.perf_counter()
