@@ -39,6 +39,7 @@ from kgreason.training import (
     RLConfig,
     RLLitModule,
     SFTLitModule,
+    balance,
     collate,
     oracle_sft_trajectories,
 )
@@ -150,6 +151,9 @@ def main(cfg: DictConfig) -> dict[str, Any]:
 
     if cfg.stage in ("all", "sft") and cfg.sft == "oracle" and cfg.trainer.sft_steps > 0:
         trajs = oracle_sft_trajectories(train, make, policy.chat_ids, policy.tokenizer)
+        if cfg.trainer.sft_balance:
+            group = {s.id: s.meta.get(cfg.trainer.sft_balance) for s in train}
+            trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=cfg.seed)
         log.info("SFT on %d oracle trajectories", len(trajs))
         loader = DataLoader(trajs, batch_size=cfg.trainer.sft_batch_size, shuffle=True,
                             collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
@@ -159,6 +163,8 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         save_policy(policy, out / "checkpoints" / "policy_sft.pt")
         policy.merge_lora()  # RL's reference (adapters off) is now the SFT policy
         results["sft_trajectories"] = len(trajs)
+        if cfg.stage == "all" and cfg.trainer.eval_after_sft:
+            reports["sft"] = run_eval(rollout, make, dev, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:
         rl_cfg = RLConfig(**OmegaConf.to_container(cfg.objective, resolve=True),

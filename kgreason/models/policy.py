@@ -23,6 +23,9 @@ class LoraSettings:
     alpha: int = 32
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    #: adapt only the top ``top_layers`` decoder layers (None = all). Backward then stops
+    #: there, which is what makes CPU fine-tuning affordable (see docs/training.md).
+    top_layers: int | None = None
 
 
 DEFAULT_LORA = LoraSettings()
@@ -68,9 +71,16 @@ class CausalLMPolicy:
         from peft import LoraConfig, get_peft_model
 
         lora = self.lora
+        layers = None
+        if lora.top_layers is not None:
+            n = model.config.num_hidden_layers
+            if not 0 < lora.top_layers <= n:
+                raise ValueError(f"lora.top_layers must be in 1..{n}, got {lora.top_layers}")
+            layers = list(range(n - lora.top_layers, n))
         return get_peft_model(model, LoraConfig(
             r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules), task_type="CAUSAL_LM"))
+            target_modules=list(lora.target_modules), layers_to_transform=layers,
+            task_type="CAUSAL_LM"))
 
     def adapter_state(self) -> dict[str, Tensor]:
         """The trainable weights (the adapters, or everything when fully fine-tuned)."""
@@ -129,26 +139,34 @@ class CausalLMPolicy:
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     def token_logprobs(self, input_ids: Tensor, attention_mask: Tensor, with_entropy: bool = False,
-                       model=None, entropy_grad: bool = True) -> tuple[Tensor, Tensor | None]:
+                       model=None, entropy_grad: bool = True, from_pos: int = 1) -> tuple[Tensor, Tensor | None]:
         """Log-prob of every token given its prefix, and optionally the entropy there.
 
         With ``entropy_grad=False`` the entropy is computed detached, in chunks of
-        positions (for logging: no ``[N, L, V]`` tensors kept for backward).
+        positions (for logging: no ``[N, L, V]`` tensors kept for backward). ``from_pos``
+        skips the vocabulary projection for earlier positions (their log-probs are 0):
+        pass the first position any loss covers, e.g. :func:`first_loss_position` — with a
+        300-token shared prompt this saves a large share of an update on CPU.
 
-        Shapes: ``input_ids``/``attention_mask`` ``[N, L]`` → ``[N, L]`` (position 0 is 0).
+        Shapes: ``input_ids``/``attention_mask`` ``[N, L]`` → ``[N, L]`` (positions
+        ``< from_pos`` are 0).
         """
         model = model or self.model
+        n_pos = input_ids.shape[1]
+        from_pos = max(1, min(from_pos, n_pos))
         with self.autocast():
-            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+            # logits at positions from_pos-1 .. L-2 predict tokens from_pos .. L-1
+            logits = model(input_ids=input_ids, attention_mask=attention_mask,
+                           logits_to_keep=n_pos - from_pos + 1).logits[:, :-1].float()
         # gather − logsumexp: no full [N, L, V] log-prob tensor unless entropy is wanted
         lse = torch.logsumexp(logits, dim=-1)
-        lp = logits.gather(-1, input_ids[:, 1:, None]).squeeze(-1) - lse
-        lp = torch.cat([torch.zeros_like(lp[:, :1]), lp], dim=1)
+        lp = logits.gather(-1, input_ids[:, from_pos:, None]).squeeze(-1) - lse
+        lp = torch.cat([lp.new_zeros(lp.shape[0], from_pos), lp], dim=1)
         ent = None
         if with_entropy and entropy_grad:
             logp_all = logits - lse[..., None]
             e = -(logp_all.exp() * logp_all).sum(-1)
-            ent = torch.cat([torch.zeros_like(e[:, :1]), e], dim=1)
+            ent = torch.cat([e.new_zeros(e.shape[0], from_pos), e], dim=1)
         elif with_entropy:
             with torch.no_grad():
                 parts = []
@@ -157,15 +175,24 @@ class CausalLMPolicy:
                     logp_c = chunk - lse[:, i : i + 128, None].detach()
                     parts.append(-(logp_c.exp() * logp_c).sum(-1))
                 e = torch.cat(parts, dim=1) if parts else lse.detach()[:, :0]
-            ent = torch.cat([torch.zeros_like(e[:, :1]), e], dim=1)
+            ent = torch.cat([e.new_zeros(e.shape[0], from_pos), e], dim=1)
         return lp, ent
 
     @torch.no_grad()
-    def reference_logprobs(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+    def reference_logprobs(self, input_ids: Tensor, attention_mask: Tensor, from_pos: int = 1) -> Tensor:
         """Log-probs under the reference policy (LoRA adapters disabled, else a frozen copy)."""
         if self.lora is not None:
             with self.model.disable_adapter():
-                return self.token_logprobs(input_ids, attention_mask)[0]
+                return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos)[0]
         if self._ref is None:
             self._ref = copy.deepcopy(self.model).eval().requires_grad_(False)
-        return self.token_logprobs(input_ids, attention_mask, model=self._ref)[0]
+        return self.token_logprobs(input_ids, attention_mask, model=self._ref, from_pos=from_pos)[0]
+
+
+def first_loss_position(loss_mask: Tensor) -> int:
+    """The first position (column) any row's loss covers; 1 if none does.
+
+    Shapes: ``loss_mask`` ``[N, L]`` → int.
+    """
+    cols = loss_mask.bool().any(dim=0).nonzero()
+    return int(cols[0]) if len(cols) and int(cols[0]) > 0 else 1

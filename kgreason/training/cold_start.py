@@ -8,7 +8,10 @@ format on these trajectories, then run RL.
 
 from __future__ import annotations
 
+import random
+import statistics
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from kgreason.envs.base import KGEnv
 from kgreason.envs.oracle import PathOracle, expressible
@@ -47,4 +50,33 @@ def oracle_sft_trajectories(
                                    policy=False, turn=k)
         traj.check_token_fields()
         out.append(traj)
+    return out
+
+
+
+T = TypeVar("T")
+
+
+def balance(items: Sequence[T], key: Callable[[T], object], seed: int = 0) -> list[T]:
+    """Resample so every group (by ``key``) is as large as the median group.
+
+    Large groups are subsampled and small ones repeated, so a training split that is half
+    1-hop questions does not teach a small model to answer after one query. The result is
+    shuffled.
+
+    >>> out = balance(["a1", "a2", "a3", "a4", "b1", "c1", "c2"], key=lambda s: s[0])
+    >>> sorted(s[0] for s in out)
+    ['a', 'a', 'b', 'b', 'c', 'c']
+    """
+    rng = random.Random(seed)
+    groups: dict[object, list[T]] = {}
+    for it in items:
+        groups.setdefault(key(it), []).append(it)
+    if not groups:
+        return []
+    target = int(statistics.median(len(g) for g in groups.values()))
+    out: list[T] = []
+    for g in groups.values():
+        out += rng.sample(g, target) if len(g) >= target else [g[i % len(g)] for i in range(target)]
+    rng.shuffle(out)
     return out

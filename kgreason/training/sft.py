@@ -6,7 +6,7 @@ import lightning as L
 import torch
 from torch import Tensor
 
-from kgreason.models.policy import CausalLMPolicy
+from kgreason.models.policy import CausalLMPolicy, first_loss_position
 
 
 def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor]) -> Tensor:
@@ -14,8 +14,8 @@ def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor]) -> Tensor:
 
     Shapes: batch tensors ``[N, L]`` → scalar.
     """
-    lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"])
     mask = batch["loss_mask"]
+    lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask))
     return -(lp * mask).sum() / mask.sum().clamp(min=1)
 
 

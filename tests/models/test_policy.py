@@ -89,3 +89,31 @@ def test_detached_chunked_entropy_equals_the_graph_one(tiny):
     _, e1 = tiny.token_logprobs(ids, mask, with_entropy=True)
     _, e2 = tiny.token_logprobs(ids, mask, with_entropy=True, entropy_grad=False)
     assert ids.shape[1] > 128 and torch.allclose(e1, e2, atol=1e-5) and not e2.requires_grad
+
+
+def test_from_pos_skips_the_prefix_and_keeps_later_logprobs(tiny):
+    ids = torch.tensor([tiny.chat_ids([{"role": "user", "content": "one two three four five"}])] * 2)
+    attn = torch.ones_like(ids)
+    full, ent_full = tiny.token_logprobs(ids, attn, with_entropy=True)
+    part, ent_part = tiny.token_logprobs(ids, attn, with_entropy=True, from_pos=7)
+    assert part.shape == full.shape and (part[:, :7] == 0).all() and (ent_part[:, :7] == 0).all()
+    assert torch.allclose(part[:, 7:], full[:, 7:], atol=1e-5)
+    assert torch.allclose(ent_part[:, 7:], ent_full[:, 7:], atol=1e-5)
+
+
+def test_first_loss_position_is_the_earliest_column_any_row_trains_on():
+    from kgreason.models.policy import first_loss_position
+
+    mask = torch.tensor([[0, 0, 0, 1, 1], [0, 0, 1, 1, 0]])
+    assert first_loss_position(mask) == 2
+    assert first_loss_position(torch.zeros(2, 4)) == 1
+
+
+def test_lora_top_layers_adapts_only_the_last_layers():
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, top_layers=1), seed=2)
+    n = pol.model.config.num_hidden_layers
+    adapted = {name.split(".layers.")[1].split(".")[0] for name, p in pol.model.named_parameters()
+               if p.requires_grad}
+    assert adapted == {str(n - 1)}
+    with pytest.raises(ValueError, match="top_layers"):
+        CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, top_layers=n + 1))
