@@ -32,15 +32,18 @@ from kgreason.envs import make_env
 from kgreason.eval import EvalReport, evaluate
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rewards import Component, CompositeReward
-from kgreason.rollout import HFEngine, MultiTurnRollout
+from kgreason.rollout import HFEngine, MultiTurnRollout, TreeRollout
 from kgreason.training import (
+    CurriculumStream,
     JsonlSink,
     PromptStream,
     RLConfig,
     RLLitModule,
     SFTLitModule,
+    TreeRLLitModule,
     balance,
     collate,
+    isp_sft_trajectories,
     oracle_sft_trajectories,
 )
 
@@ -73,9 +76,55 @@ def subset(samples: list, limit: int | None, seed: int) -> list:
     return random.Random(seed).sample(samples, limit)
 
 
-def build_reward(cfg: DictConfig) -> CompositeReward:
+def build_reward(cfg: DictConfig):
+    """A ``_target_`` reward (e.g. DTPO's tree reward) or a :class:`CompositeReward`."""
+    if "_target_" in cfg:
+        return instantiate(cfg)
     comps = [Component(**OmegaConf.to_container(c, resolve=True)) for c in cfg.components]
     return CompositeReward(comps, cap=cfg.cap)
+
+
+def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list:
+    """Cold-start trajectories: gold-path oracle episodes (KG-R1 presets) or decomposed
+    gold logical forms (ISP/DTPO, appendix E.2)."""
+    pool = subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
+    if cfg.sft == "oracle":
+        trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)
+    elif cfg.sft == "decomposed":
+        trajs = isp_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)
+    else:
+        raise ValueError(f"unknown sft={cfg.sft!r}: oracle | decomposed | none")
+    if cfg.trainer.sft_balance:
+        group = {s.id: s.meta.get(cfg.trainer.sft_balance) for s in train}
+        trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=cfg.seed)
+    return trajs
+
+
+def rl_module(cfg: DictConfig, policy: CausalLMPolicy, make, out: Path) -> RLLitModule:
+    objective = OmegaConf.to_container(cfg.objective, resolve=True)
+    group_size = objective.pop("group_size", None)
+    drop_zero_variance = objective.pop("drop_zero_variance", False)
+    rl_cfg = RLConfig(**objective, iterations=cfg.trainer.rl_iterations)
+    sink = JsonlSink(out / "trajectories.jsonl")
+    reward = build_reward(cfg.reward)
+    if cfg.rollout.kind == "tree":
+        r = cfg.rollout
+        tree = TreeRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, k=r.k, max_depth=r.max_depth,
+                           max_new_tokens=cfg.model.max_new_tokens, prune=r.prune,
+                           dedup_failures=r.dedup_failures, max_active=r.max_active)
+        return TreeRLLitModule(policy, tree, make, reward, rl_cfg, sink=sink, group_size=group_size,
+                               drop_zero_variance=drop_zero_variance)
+    rollout = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, cfg.model.max_new_tokens)
+    return RLLitModule(policy, rollout, make, reward, rl_cfg, sink=sink)
+
+
+def prompt_stream(cfg: DictConfig, train: list):
+    t = cfg.trainer
+    if t.curriculum == "hops":
+        return CurriculumStream(train, t.rl_batch_size, t.curriculum_stage_iterations, seed=cfg.seed)
+    if t.curriculum:
+        raise ValueError(f"unknown trainer.curriculum={t.curriculum!r}: null | hops")
+    return PromptStream(train, t.rl_batch_size, cfg.seed)
 
 
 def trainer(out: Path, name: str, **kw: Any) -> L.Trainer:
@@ -135,7 +184,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     L.seed_everything(cfg.seed, verbose=False)
 
     kb = instantiate(cfg.kb)
-    env_kw = OmegaConf.to_container(cfg.env, resolve=True)
+    env_kw = instantiate(cfg.env, _convert_="all")  # builds the ranker when the env has one
     make = functools.partial(make_env, env_kw.pop("method"), kb, **env_kw)
     policy = build_policy(cfg.model, cfg.checkpoint)
     rollout = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, cfg.model.max_new_tokens)
@@ -149,12 +198,12 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
         reports[tag] = run_eval(rollout, make, dev, cfg, out, tag)
 
-    if cfg.stage in ("all", "sft") and cfg.sft == "oracle" and cfg.trainer.sft_steps > 0:
-        trajs = oracle_sft_trajectories(train, make, policy.chat_ids, policy.tokenizer)
-        if cfg.trainer.sft_balance:
-            group = {s.id: s.meta.get(cfg.trainer.sft_balance) for s in train}
-            trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=cfg.seed)
-        log.info("SFT on %d oracle trajectories", len(trajs))
+    if cfg.stage in ("all", "sft") and cfg.sft != "none" and cfg.trainer.sft_steps > 0:
+        trajs = sft_data(cfg, train, make, policy)
+        log.info("SFT on %d %s trajectories", len(trajs), cfg.sft)
+        if not trajs:
+            raise ValueError(f"no {cfg.sft} cold-start trajectory fits env.max_turns={cfg.env.max_turns}; "
+                             "raise it or use sft=none")
         loader = DataLoader(trajs, batch_size=cfg.trainer.sft_batch_size, shuffle=True,
                             collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
                                                          max_len=cfg.trainer.sft_max_len))
@@ -167,14 +216,11 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             reports["sft"] = run_eval(rollout, make, dev, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:
-        rl_cfg = RLConfig(**OmegaConf.to_container(cfg.objective, resolve=True),
-                          iterations=cfg.trainer.rl_iterations)
-        module = RLLitModule(policy, rollout, make, build_reward(cfg.reward), rl_cfg,
-                             sink=JsonlSink(out / "trajectories.jsonl"))
+        module = rl_module(cfg, policy, make, out)
         ckpt = L.pytorch.callbacks.ModelCheckpoint(
             dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.trainer.checkpoint_every)
         tr = trainer(out, "rl", max_steps=-1, callbacks=[ckpt])
-        tr.fit(module, DataLoader(PromptStream(train, cfg.trainer.rl_batch_size, cfg.seed), batch_size=None),
+        tr.fit(module, DataLoader(prompt_stream(cfg, train), batch_size=None),
                ckpt_path=cfg.resume)
         save_policy(policy, out / "checkpoints" / "policy.pt")
 

@@ -8,6 +8,7 @@ and action spaces only implement ``_reset/_step`` and ``parse/execute``.
 from __future__ import annotations
 
 import abc
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -193,6 +194,25 @@ class KGEnv:
             self.trajectory.answer_text = result.info.get("answer_text")
             self.trajectory.answer = result.info.get("answer", [])
         return result
+
+    def fork(self) -> KGEnv:
+        """An independent copy of the running episode, for tree rollouts.
+
+        The KB, action space and sample are shared; the episode state (known names,
+        issued queries, bound variables) and the trajectory so far are copied, so
+        stepping the fork leaves this env untouched.
+        """
+        if self.state is None or self.trajectory is None:
+            raise EnvError("fork() called before reset()")
+        twin = copy.copy(self)
+        shared: dict[int, Any] = {id(self.kb): self.kb, id(self.state.sample): self.state.sample,
+                                  id(self.action_space): self.action_space}
+        for v in self.state.extra.values():
+            if isinstance(v, KnowledgeBase):
+                shared[id(v)] = v
+        twin.state = copy.deepcopy(self.state, memo=dict(shared))
+        twin.trajectory = copy.deepcopy(self.trajectory)
+        return twin
 
     @property
     def done(self) -> bool:

@@ -9,6 +9,7 @@ from kgreason.errors import (
     KBUnavailable,
 )
 from kgreason.kb.base import KnowledgeBase, Row
+from kgreason.kb.cache import CachedKB
 from kgreason.kb.endpoint import SparqlEndpointKB
 from kgreason.kb.guard import check_read_only
 from kgreason.kb.loaders import (
@@ -25,7 +26,7 @@ from kgreason.kb.schema import FREEBASE, GENERIC, METAQA, KBSchema
 from kgreason.kb.triplestore import SubgraphNotFound, TripleStoreKB
 
 __all__ = [
-    "FREEBASE", "GENERIC", "METAQA", "KBError", "KBForbiddenQuery", "KBQueryError", "KBSchema",
+    "FREEBASE", "CachedKB", "GENERIC", "METAQA", "KBError", "KBForbiddenQuery", "KBQueryError", "KBSchema",
     "KBTimeout", "KBTruncated", "KBUnavailable", "KnowledgeBase", "OxigraphKB", "Row",
     "SparqlEndpointKB", "SubgraphNotFound", "TripleStoreKB", "check_read_only", "load_metaqa_kb",
     "load_rdf_kb", "load_rog_subgraphs", "load_tsv_kb", "read_metaqa_triples", "read_tsv_triples",

@@ -110,6 +110,30 @@ def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", tur
     return list(torch.split(flat, lengths))
 
 
+@ADVANTAGES.register("tree_step")
+def tree_step(batch: AdvantageBatch, clamp: float | None = None, norm_by_std: bool = True,
+              eps: float = 1e-6) -> list[Tensor]:
+    """DTPO's step-level groups (ISP/DTPO, paper 002 §4.3 and G.1).
+
+    Each sample is one tree node (one step: its parent's context and its own action);
+    ``batch.index`` is the id of the expanded parent, so a node's siblings are its group
+    and its reward is z-scored among them. ``clamp`` bounds rewards first (official code:
+    10). Group resizing and dropping zero-variance groups choose which samples enter the
+    batch (:func:`kgreason.training.tree_rl.step_samples`).
+
+    >>> b = AdvantageBatch(rewards=torch.tensor([1.0, -0.5, 0.4, 0.4]), index=torch.tensor([7, 7, 9, 9]))
+    >>> [round(float(a), 4) for a in torch.cat(tree_step(b))]
+    [1.0, -1.0, 0.0, 0.0]
+    >>> [round(float(a), 4) for a in torch.cat(tree_step(b, clamp=0.45))]
+    [1.0, -1.0, 0.0, 0.0]
+    """
+    r = batch.rewards.float()
+    if clamp is not None:
+        r = r.clamp(-clamp, clamp)
+    adv = group_normalize(r, batch.index, norm_by_std, eps)
+    return [a.repeat(n) for a, n in zip(adv, batch.turns(), strict=True)]
+
+
 def token_advantages(per_turn: list[Tensor], turn_index: Tensor, loss_mask: Tensor) -> Tensor:
     """Spread per-turn advantages over tokens.
 

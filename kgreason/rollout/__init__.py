@@ -2,5 +2,7 @@
 
 from kgreason.rollout.engine import Engine, Generation, HFEngine, VLLMEngine
 from kgreason.rollout.multiturn import MultiTurnRollout, RolloutStats
+from kgreason.rollout.tree import Tree, TreeNode, TreeRollout, TreeStats
 
-__all__ = ["Engine", "Generation", "HFEngine", "MultiTurnRollout", "RolloutStats", "VLLMEngine"]
+__all__ = ["Engine", "Generation", "HFEngine", "MultiTurnRollout", "RolloutStats", "Tree", "TreeNode",
+           "TreeRollout", "TreeStats", "VLLMEngine"]

@@ -2,8 +2,14 @@
 
 from kgreason.training.batching import collate
 from kgreason.training.cold_start import balance, oracle_sft_trajectories
+from kgreason.training.curriculum import CurriculumStream, hop_level
+from kgreason.training.decompose import decompose, isp_sft_trajectories
 from kgreason.training.rl import JsonlSink, PromptStream, RLConfig, RLLitModule
 from kgreason.training.sft import SFTLitModule, masked_nll
+from kgreason.training.tree_rl import TreeRLLitModule, dtpo_config, step_samples
 
-__all__ = ["JsonlSink", "PromptStream", "RLConfig", "RLLitModule", "SFTLitModule", "balance", "collate", "masked_nll",
-           "oracle_sft_trajectories"]
+__all__ = [
+    "CurriculumStream", "JsonlSink", "PromptStream", "RLConfig", "RLLitModule", "SFTLitModule",
+    "TreeRLLitModule", "balance", "collate", "decompose", "dtpo_config", "hop_level", "isp_sft_trajectories",
+    "masked_nll", "oracle_sft_trajectories", "step_samples",
+]

@@ -132,6 +132,32 @@ class RLLitModule(L.LightningModule):
 
     # ------------------------------------------------------------------ step
     def training_step(self, batch: list[KBQASample], batch_idx: int) -> None:
+        data, logs, trajs = self.make_experience(batch)
+        cfg = self.cfg
+        with torch.no_grad():
+            if not cfg.on_policy:
+                data["old_logp"] = self._logp_chunks(data, self.policy.token_logprobs)
+            if cfg.kl_coef:
+                data["ref_logp"] = self._logp_chunks(data, self.policy.reference_logprobs)
+        metrics = self._update(data)
+        logs.update({f"train/{k}": v for k, v in metrics.items()})
+        logs["train/iteration"] = float(self.iteration)
+        self.log_dict(logs, prog_bar=False, batch_size=len(trajs))
+        self.log("f1", logs["train/f1"], prog_bar=True, batch_size=len(trajs), logger=False)
+        if self.sink is not None:
+            self.sink(trajs, self.iteration, "train")
+        self.iteration += 1
+        if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
+            self.trainer.should_stop = True
+
+    def make_experience(self, batch: list[KBQASample]) -> tuple[dict[str, torch.Tensor], dict[str, float],
+                                                                  list[Trajectory]]:
+        """Roll out, score and compute advantages for one batch of questions.
+
+        Returns the collated training tensors (with ``advantages``), the metrics to log
+        and the trajectories to record. Subclasses change how experience is gathered
+        (e.g. :class:`~kgreason.training.TreeRLLitModule`); the update stays the same.
+        """
         cfg = self.cfg
         samples = [s for s in batch for _ in range(cfg.n_rollouts)]
         index = torch.tensor([i for i in range(len(batch)) for _ in range(cfg.n_rollouts)])
@@ -151,18 +177,7 @@ class RLLitModule(L.LightningModule):
         per_turn = self.estimator(adv_in, **(cfg.advantage_kwargs or {}))
         data = collate(trajs, self.policy.tokenizer.pad_token_id, cfg.max_len)
         data["advantages"] = token_advantages(per_turn, data["turn_index"], data["loss_mask"])
-        with torch.no_grad():
-            if not cfg.on_policy:
-                data["old_logp"] = self._logp_chunks(data, self.policy.token_logprobs)
-            if cfg.kl_coef:
-                data["ref_logp"] = self._logp_chunks(data, self.policy.reference_logprobs)
-        metrics = self._update(data)
-        self._log_step(trajs, samples, stats, metrics)
-        if self.sink is not None:
-            self.sink(trajs, self.iteration, "train")
-        self.iteration += 1
-        if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
-            self.trainer.should_stop = True
+        return data, self._episode_logs(trajs, samples, stats), trajs
 
     def _logp_chunks(self, data: dict[str, torch.Tensor], fn) -> torch.Tensor:
         out = []
@@ -204,7 +219,7 @@ class RLLitModule(L.LightningModule):
                     agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
 
-    def _log_step(self, trajs, samples, stats, metrics) -> None:
+    def _episode_logs(self, trajs, samples, stats) -> dict[str, float]:
         n = len(trajs)
         f1s = [precision_recall_f1(t.answer, s.answers)[2] for t, s in zip(trajs, samples, strict=True)]
         logs = {
@@ -221,7 +236,4 @@ class RLLitModule(L.LightningModule):
             for k, v in t.reward_components.items():
                 comps.setdefault(k, []).append(v)
         logs.update({f"reward/{k}": sum(v) / len(v) for k, v in comps.items()})
-        logs.update({f"train/{k}": v for k, v in metrics.items()})
-        logs["train/iteration"] = float(self.iteration)
-        self.log_dict(logs, prog_bar=False, batch_size=n)
-        self.log("f1", logs["train/f1"], prog_bar=True, batch_size=n, logger=False)
+        return logs

@@ -1,0 +1,285 @@
+"""ISP/DTPO rewards: strict format, distance-guided progress, max-aggregated node rewards.
+
+Paper 002 §4.3.2, appendix F.7–F.9 and Algorithm 2. A node's reward is
+
+    R(node) = w1·format + w2·progress + [format ≥ 0 and progress ≥ 0]·w3·max_τ F1(τ)
+
+where τ ranges over the complete (answered) trajectories through the node. Progress
+compares a closeness score of the node's result with the previous step's:
+
+* ``mode="paper"`` — the score is minus the KB distance between the result set and the
+  answer set (0 when they are equal; 1 for a candidate set that contains the answer, i.e.
+  a constraint away — F.8; else the bounded-BFS hop count);
+* ``mode="code"`` — the official code's score: 1 if the result's F1 ≥ 0.9, 0.5 + 0.5·F1 if
+  F1 > 0, else (3 − d)/3.
+
+Progress is +1 when the score beats the previous node's, 0 when it does not, −1 for an
+error, an empty result, an unparsable step, a repeated query or a node never seen.
+COUNT queries are scored on their un-counted entity set.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kgreason.errors import KBError
+from kgreason.eval.metrics import precision_recall_f1
+from kgreason.kb.base import KnowledgeBase
+from kgreason.rewards.outcome import fbeta_score
+from kgreason.types import Entity, KBQASample
+
+_FORMAT = re.compile(r"^\s*<think>(?:(?!<think>|</think>).)+</think>\s*"
+                     r"(?:<node>[^<]+</node>|<sparql>(?:(?!</sparql>).)+</sparql>|<answer>(?:(?!</answer>).)+</answer>)\s*$",
+                     re.S | re.I)
+_COUNT = re.compile(r"SELECT\s+\(\s*COUNT\s*\(\s*(DISTINCT\s+)?(\?\w+|\*)\s*\)\s*AS\s+\?\w+\s*\)", re.I)
+_WS = re.compile(r"\s+")
+
+
+def isp_format(text: str) -> float:
+    """Strict protocol check: exactly one ``<think>`` then exactly one command → 1, else −1.
+
+    >>> isp_format("<think>find the node</think><node>m.0abc</node>")
+    1.0
+    >>> isp_format("<think>a</think><node>m.1</node><sparql>SELECT ?x WHERE {}</sparql>")
+    -1.0
+    >>> isp_format("<node>m.1</node>")
+    -1.0
+    """
+    return 1.0 if _FORMAT.match(text) else -1.0
+
+
+def uncount(sparql: str) -> str | None:
+    """The entity query under a ``SELECT (COUNT(...) AS ?c)``, or None if it does not count.
+
+    >>> uncount("SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE { ?x <p> <o> . }")
+    'SELECT DISTINCT ?x WHERE { ?x <p> <o> . }'
+    """
+    m = _COUNT.search(sparql)
+    if not m:
+        return None
+    var = m.group(2) if m.group(2) != "*" else "*"
+    return sparql[: m.start()] + f"SELECT DISTINCT {var}" + sparql[m.end():]
+
+
+def normalize_query(sparql: str) -> str:
+    return _WS.sub(" ", sparql).strip().lower()
+
+
+def _neighbours(kb: KnowledgeBase, nodes: Sequence[str], limit: int) -> tuple[set[str], set[str]]:
+    """(all neighbour values, the entity ones) of ``nodes`` over non-schema edges."""
+    refs = " ".join(kb.schema.entity_ref(n) for n in nodes)
+    skip = [*kb.schema.hidden, *([kb.schema.type_relation] if kb.schema.type_relation else [])]
+    filt = f"FILTER(?p NOT IN ({', '.join(kb.schema.relation_ref(r) for r in skip)}))" if skip else ""
+    q = (f"SELECT DISTINCT ?n WHERE {{ VALUES ?s {{ {refs} }} {{ ?s ?p ?n }} UNION {{ ?n ?p ?s }} {filt} }} "
+         f"LIMIT {limit}")
+    terms = [row["n"] for row in kb.select(q, max_rows=limit)]
+    return {t.value for t in terms}, {t.value for t in terms if t.is_entity}
+
+
+def kb_distance(kb: KnowledgeBase, sources: Iterable[str], targets: Iterable[str], max_hops: int = 3,
+                max_frontier: int = 2000) -> int | None:
+    """Fewest undirected hops from any source to any target (None beyond ``max_hops``).
+
+    Type and name edges are not walked (they would put every pair of films two hops
+    apart). Literal targets are reached through the entity that holds them.
+    """
+    src, tgt = set(sources), set(targets)
+    if src & tgt:
+        return 0
+    seen, frontier = set(src), sorted(src)
+    for hop in range(1, max_hops + 1):
+        if not frontier:
+            return None
+        values, entities = _neighbours(kb, frontier[:max_frontier], limit=max_frontier * 50)
+        if values & tgt:
+            return hop
+        frontier = sorted(entities - seen)
+        seen |= values
+    return None
+
+
+@dataclass
+class ProgressJudge:
+    """Scores the steps of a path (Algorithm 2) against one question's answer set.
+
+    Args:
+        kb: the KB (wrap it in :class:`~kgreason.kb.CachedKB` to share BFS queries).
+        sample: the question; ``answers`` are the targets, or the un-counted gold SPARQL's
+            entities for COUNT questions.
+        mode: ``"paper"`` (distance) or ``"code"`` (the official F1/distance score).
+        max_hops: BFS bound (the code's score uses 3).
+    """
+
+    kb: KnowledgeBase
+    sample: KBQASample
+    mode: str = "paper"
+    max_hops: int = 3
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("paper", "code"):
+            raise ValueError("mode must be 'paper' or 'code'")
+        self.targets = self._targets()
+        self._scores: dict[tuple[str, ...], float] = {}
+
+    def _targets(self) -> set[str]:
+        gold = {a.id for a in self.sample.answers}
+        base = uncount(self.sample.sparql) if self.sample.sparql else None
+        if base:
+            try:
+                return {v.value for row in self.kb.select(base) for v in row.values()} or gold
+            except KBError:
+                return gold
+        return gold
+
+    def distance(self, values: Iterable[str]) -> float:
+        vals = set(values)
+        if vals == self.targets:
+            return 0.0
+        if vals & self.targets:
+            return 1.0  # the candidate set: one constraint away from the answer (F.8)
+        d = kb_distance(self.kb, vals, self.targets, self.max_hops)
+        return math.inf if d is None else float(d)
+
+    def score(self, values: Sequence[str]) -> float:
+        """Closeness of a result set to the answer set (higher is closer)."""
+        key = tuple(sorted(set(values)))
+        if key not in self._scores:
+            d = self.distance(key)
+            if self.mode == "paper":
+                self._scores[key] = -d
+            else:
+                f1 = precision_recall_f1(list(key), sorted(self.targets))[2]
+                if f1 >= 0.9:
+                    s = 1.0
+                elif f1 > 0:
+                    s = 0.5 + 0.5 * f1
+                else:
+                    s = max(0.0, (self.max_hops - d) / self.max_hops) if math.isfinite(d) else 0.0
+                self._scores[key] = s
+        return self._scores[key]
+
+    def progress(self, steps: Sequence[dict]) -> list[float]:
+        """Progress of each step of a path.
+
+        Each step is a dict with ``kind`` (``node`` / ``sparql`` / ``answer`` / ``invalid``),
+        ``error``, and for successful steps ``values`` (result values, node ids) and
+        ``query`` (the executed SPARQL).
+        """
+        topic = [e.id for e in self.sample.topic_entities]
+        known: dict[str, float] = {t: self.score([t]) for t in topic}
+        prev = -math.inf if self.mode == "paper" else 0.0
+        issued: set[str] = set()
+        out = []
+        for st in steps:
+            kind, err = st.get("kind"), st.get("error")
+            if kind == "answer":
+                out.append(0.0)
+                continue
+            if kind == "invalid" or err is not None:
+                out.append(-1.0)
+                continue
+            if kind == "node":
+                nodes = st.get("values") or []
+                if nodes and all(n in known for n in nodes):
+                    prev = max(known[n] for n in nodes)
+                    out.append(0.0)
+                else:
+                    out.append(-1.0)
+                continue
+            q = normalize_query(st.get("query", ""))
+            if q in issued:
+                out.append(-1.0)
+                continue
+            issued.add(q)
+            values = st.get("values") or []
+            base = uncount(st.get("query", ""))
+            if base:
+                try:
+                    values = [v.value for row in self.kb.select(base) for v in row.values()]
+                except KBError:
+                    out.append(-1.0)
+                    continue
+            s = self.score(values)
+            for v in values:
+                known[v] = max(known.get(v, -math.inf), s)
+            out.append(1.0 if s > prev else 0.0)
+            prev = s
+        return out
+
+
+@dataclass(frozen=True)
+class NodeReward:
+    """A tree node's reward and its parts."""
+
+    total: float
+    format: float
+    progress: float
+    outcome: float
+
+
+def outcome_f1(answer: Sequence[Entity | str], sample: KBQASample) -> float:
+    """F1 against the gold answers (best over ``meta["answer_variants"]``)."""
+    golds = [sample.answers, *sample.meta.get("answer_variants", [])]
+    return max(fbeta_score(answer, g) for g in golds)
+
+
+def tree_node_rewards(tree, judge: ProgressJudge, w_format: float = 0.1, w_progress: float = 0.6,
+                      w_outcome: float = 0.3) -> dict[int, NodeReward]:
+    """Rewards of every non-root node of a :class:`~kgreason.rollout.Tree` (Algorithm 2 with
+    the max over complete trajectories through the node of §4.3.2).
+
+    Paper weights 0.1 / 0.6 / 0.3 (H.2's best); the official code uses 0.1 / 0.3 / 0.6.
+    """
+    nodes = tree.nodes
+    best: dict[int, float] = {}
+
+    def best_outcome(i: int) -> float:
+        if i not in best:
+            n = nodes[i]
+            own = outcome_f1(n.answer, tree.sample) if n.answered else -math.inf
+            best[i] = max([own, *(best_outcome(c) for c in n.children)])
+        return best[i]
+
+    out: dict[int, NodeReward] = {}
+    for n in nodes[1:]:
+        path = tree.path(n.id)
+        prog = judge.progress([step_view(p) for p in path])[-1]
+        fmt = isp_format(n.text)
+        oc = best_outcome(n.id)
+        oc = 0.0 if not math.isfinite(oc) else oc
+        gated = oc if (fmt >= 0 and prog >= 0) else 0.0
+        out[n.id] = NodeReward(w_format * fmt + w_progress * prog + w_outcome * gated, fmt, prog, gated)
+    return out
+
+
+def step_view(node) -> dict:
+    """What :meth:`ProgressJudge.progress` reads from a tree node's payloads."""
+    view = {"kind": node.kind, "error": node.error}
+    for p in node.payloads:
+        if isinstance(p, dict) and p.get("type") == "sparql":
+            view.update(values=p.get("values", []), query=p.get("query", ""))
+        elif isinstance(p, dict) and p.get("type") == "node":
+            view.update(values=p.get("nodes", []))
+    return view
+
+
+@dataclass
+class DTPOReward:
+    """Node rewards of a whole tree: ``reward(tree) -> {node id: NodeReward}``.
+
+    Paper defaults (w 0.1 / 0.6 / 0.3, distance progress); the official code is
+    ``DTPOReward(0.1, 0.3, 0.6, mode="code")``.
+    """
+
+    w_format: float = 0.1
+    w_progress: float = 0.6
+    w_outcome: float = 0.3
+    mode: str = "paper"
+    max_hops: int = 3
+
+    def __call__(self, tree) -> dict[int, NodeReward]:
+        judge = ProgressJudge(tree.kb, tree.sample, mode=self.mode, max_hops=self.max_hops)
+        return tree_node_rewards(tree, judge, self.w_format, self.w_progress, self.w_outcome)
