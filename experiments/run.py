@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
+from kgreason.envs.oracle import PathOracle
 from kgreason.eval import EvalReport, evaluate
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rewards import Component, CompositeReward
@@ -89,7 +90,8 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
     gold logical forms (ISP/DTPO, appendix E.2)."""
     pool = subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
     if cfg.sft == "oracle":
-        trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)
+        oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations)
+        trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
     elif cfg.sft == "decomposed":
         trajs = isp_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)
     else:
@@ -194,7 +196,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
 
-    if cfg.stage in ("all", "eval"):
+    if cfg.stage == "eval" or (cfg.stage == "all" and cfg.trainer.eval_untrained):
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
         reports[tag] = run_eval(rollout, make, dev, cfg, out, tag)
 

@@ -64,6 +64,8 @@ INVALID_ACTION = (
 
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
 _QUERY = re.compile(r"<kg-query>(.*?)(?:</kg-query>|$)", re.S)
+_QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_ALL_QUOTED = re.compile(r"^\s*(?:\"[^\"]*\"|'[^']*')\s*(?:,\s*(?:\"[^\"]*\"|'[^']*')\s*)*$")
 
 
 def split_args(s: str) -> list[str]:
@@ -73,7 +75,11 @@ def split_args(s: str) -> list[str]:
     ['Washington, D.C.', 'location.location.containedby']
     >>> split_args("")
     []
+    >>> split_args('"x", \'\'')
+    ['x', '']
     """
+    if _ALL_QUOTED.match(s):  # the usual form: every argument quoted
+        return [m.group(1) if m.group(1) is not None else m.group(2) for m in _QUOTED.finditer(s)]
     args, cur, quote = [], [], ""
     for ch in s:
         if quote:

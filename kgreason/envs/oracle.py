@@ -28,10 +28,15 @@ class PathOracle:
         exclude_topic: never pass through or answer the topic entity again (MetaQA's
             convention: "genres of movies that share actors with X" skips X itself).
         by_name: refer to entities by name when the name is unambiguous, else by id.
+        list_relations: before each hop, list the relations of the (first) frontier
+            entity, then pick the gold one from the list — the KG-R1 way of finding a
+            relation, and the one a small model can learn (it copies a listed name
+            instead of recalling one).
     """
 
     exclude_topic: bool = True
     by_name: bool = True
+    list_relations: bool = False
 
     def messages(self, env: KGEnv, sample: KBQASample) -> Trajectory:
         """Play one episode on ``env``; returns its trajectory (answer resolved)."""
@@ -48,12 +53,21 @@ class PathOracle:
             rel = step[1:] if backward else step
             fn = "get_head_entities" if backward else "get_tail_entities"
             nxt: list[str] = []
-            for e in frontier:
+            for j, e in enumerate(frontier):
                 arg = labels.get(e, e)
                 if not self.by_name or arg != e and kb.lookup(arg) != [e]:
                     arg = e
-                think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {labels.get(e, e)} "
-                         f"(step {i + 1} of {len(path)}).")
+                if self.list_relations and j == 0:
+                    lister = "get_head_relations" if backward else "get_tail_relations"
+                    r = env.step(f"<think>I need the relations of {labels.get(e, e)} (step {i + 1} of "
+                                 f"{len(path)}).</think>\n<kg-query>{lister}(\"{arg}\")</kg-query>")
+                    if r.done:
+                        assert env.trajectory is not None
+                        return env.trajectory
+                    think = f"{rel} is the relation to follow from {labels.get(e, e)}."
+                else:
+                    think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {labels.get(e, e)} "
+                             f"(step {i + 1} of {len(path)}).")
                 r = env.step(f'<think>{think}</think>\n<kg-query>{fn}("{arg}", "{rel}")</kg-query>')
                 if r.done:
                     assert env.trajectory is not None

@@ -110,6 +110,9 @@ def truncate_items(items: Sequence[str], budget: int, count: TokenCounter = appr
     >>> truncate_items(["a", "b", "c", "d"], budget=2)
     'a, b, … 2 more'
     """
+    joined = sep.join(items)
+    if count(joined) <= budget:  # the common case: one count instead of one per item
+        return joined
     out, used = [], 0
     for i, it in enumerate(items):
         cost = count(it + sep)

@@ -55,3 +55,27 @@ def test_multirun_ablation_over_the_reward_group(tmp_path):
             cols = (d / "rl" / "metrics.csv").read_text().splitlines()[0]
             assert ("reward/kg_r1/retrieval" in cols) == ("reward=kg_r1" in d.name)
             assert "reward/global" in cols
+
+
+def test_isp_dtpo_smoke_run_trains_on_trees(tmp_path):
+    out = tmp_path / "isp"
+    p = run("method=isp_dtpo", "preset=smoke", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    cfg = (out / "config.yaml").read_text()
+    assert "sft: decomposed" in cfg and "kind: tree" in cfg and "advantage: tree_step" in cfg
+    assert "k: 2" in cfg and "max_depth: 3" in cfg  # K and depth follow the preset's n_rollouts/max_turns
+    cols = (out / "rl" / "metrics.csv").read_text().splitlines()[0]
+    for key in ("train/effective_branches", "train/pruning_rate", "reward/progress", "train/step_samples"):
+        assert key in cols, key
+    assert set(json.loads((out / "results.json").read_text())["eval"]) == {"untrained", "trained"}
+    stages = {json.loads(line)["stage"] for line in (out / "trajectories.jsonl").read_text().splitlines()}
+    assert stages == {"eval/untrained", "train", "eval/trained"}
+
+
+def test_the_code_variants_of_isp_dtpo_compose(tmp_path):
+    out = tmp_path / "code"
+    p = run("method=isp_dtpo", "preset=smoke", "objective=tree_step_code", "reward=isp_dtpo_code",
+            "rollout.dedup_failures=true", "trainer.sft_steps=0", "stage=rl", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    cfg = (out / "config.yaml").read_text()
+    assert "clip_high: 0.24" in cfg and "group_size: 6" in cfg and "mode: code" in cfg
