@@ -37,6 +37,7 @@ from kgreason.rollout import HFEngine, MultiTurnRollout, TreeRollout
 from kgreason.training import (
     CurriculumStream,
     JsonlSink,
+    LengthGroupedBatches,
     PromptStream,
     RLConfig,
     RLLitModule,
@@ -206,7 +207,8 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         if not trajs:
             raise ValueError(f"no {cfg.sft} cold-start trajectory fits env.max_turns={cfg.env.max_turns}; "
                              "raise it or use sft=none")
-        loader = DataLoader(trajs, batch_size=cfg.trainer.sft_batch_size, shuffle=True,
+        batches = LengthGroupedBatches([len(t.token_ids) for t in trajs], cfg.trainer.sft_batch_size, seed=cfg.seed)
+        loader = DataLoader(trajs, batch_sampler=batches,
                             collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
                                                          max_len=cfg.trainer.sft_max_len))
         trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor
+from torch.utils.data import Sampler
 
 from kgreason.types import Trajectory
 
@@ -31,3 +33,40 @@ def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None
         out["turn_index"][i, :k] = torch.tensor(t.turn_index[:k])
     out["truncated"] = torch.tensor(sum(len(t.token_ids) > k for t, k in zip(trajs, lens, strict=True)))
     return out
+
+
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Batches of similar length (less padding), in random order, reshuffled each epoch.
+
+    Indices are shuffled, cut into mega-batches of ``mega`` batches, sorted by length
+    inside each mega-batch and cut into batches — the "group by length" of common
+    trainers. With 4 × ~550-token SFT sequences this removes about a third of the padding.
+
+    >>> lengths = [5, 100, 6, 101, 7, 102, 8, 103]
+    >>> batches = list(LengthGroupedBatches(lengths, batch_size=2, mega=4, seed=0))
+    >>> sorted(sorted(lengths[i] for i in b) for b in batches)
+    [[5, 6], [7, 8], [100, 101], [102, 103]]
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, mega: int = 50, seed: int = 0):
+        self.lengths = list(lengths)
+        self.batch_size = batch_size
+        self.mega = mega
+        self.seed = seed
+        self.epoch = 0
+
+    def __iter__(self) -> Iterator[list[int]]:
+        rng = random.Random(self.seed + self.epoch)
+        self.epoch += 1
+        idx = list(range(len(self.lengths)))
+        rng.shuffle(idx)
+        span = self.batch_size * self.mega
+        batches = []
+        for i in range(0, len(idx), span):
+            chunk = sorted(idx[i : i + span], key=lambda j: self.lengths[j])
+            batches += [chunk[k : k + self.batch_size] for k in range(0, len(chunk), self.batch_size)]
+        rng.shuffle(batches)
+        return iter(batches)
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
