@@ -40,8 +40,9 @@ test-all: $(STAMP) system-deps
 lint: $(STAMP)
 	$(PY) -m ruff check kgreason tests experiments
 
+# The main job: KG-R1 on the demo KG with SmolLM2 (eval → SFT → RL → eval, ~20 min on 2 cores).
 demo: $(STAMP)
-	$(PY) experiments/demo_env.py
+	$(PY) experiments/run.py method=kg_r1 preset=demo
 
 # Each script prints its figures measured side by side in one run (see docs/benchmarks.md).
 bench: $(STAMP) system-deps
@@ -50,6 +51,8 @@ bench: $(STAMP) system-deps
 	$(PY) experiments/benchmarks/env_overhead.py
 	$(PY) experiments/benchmarks/rollout_speed.py
 	$(PY) experiments/benchmarks/rl_update.py
+	$(PY) experiments/benchmarks/sft_step.py
+	$(PY) experiments/benchmarks/tree_vs_linear.py
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache

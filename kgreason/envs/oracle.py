@@ -59,8 +59,8 @@ class PathOracle:
                     arg = e
                 if self.list_relations and j == 0:
                     lister = "get_head_relations" if backward else "get_tail_relations"
-                    r = env.step(f"<think>I need the relations of {labels.get(e, e)} (step {i + 1} of "
-                                 f"{len(path)}).</think>\n<kg-query>{lister}(\"{arg}\")</kg-query>")
+                    r = env.step(f"<think>I need the relations of {labels.get(e, e)}.</think>\n"
+                                 f"<kg-query>{lister}(\"{arg}\")</kg-query>")
                     if r.done:
                         assert env.trajectory is not None
                         return env.trajectory
@@ -84,6 +84,9 @@ class PathOracle:
             answer = str(len(frontier))
         else:
             answer = ", ".join(labels.get(x, x) for x in frontier)
-        env.step(f"<think>The answer is what the last hop returned.</think>\n<answer>{answer}</answer>")
+        if self.list_relations:
+            env.step(f"<think>The last query returned the answer: {answer}.</think>\n<answer>{answer}</answer>")
+        else:
+            env.step(f"<think>The answer is what the last hop returned.</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory
