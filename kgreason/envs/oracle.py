@@ -64,6 +64,7 @@ class PathOracle:
                     if r.done:
                         assert env.trajectory is not None
                         return env.trajectory
+                if self.list_relations:
                     think = f"{rel} is the relation to follow from {labels.get(e, e)}."
                 else:
                     think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {labels.get(e, e)} "

@@ -41,3 +41,16 @@ def test_oracle_refuses_inexpressible(demo_oxigraph):
     q = next(q for q in load_dataset("demo", split="all") if not expressible(q))
     with pytest.raises(ValueError):
         PathOracle().messages(make_env("kg_r1", demo_oxigraph), q)
+
+
+def test_listing_oracle_picks_each_relation_from_a_listed_set(demo_oxigraph):
+    env = make_env("kg_r1", demo_oxigraph, max_turns=50)
+    qs = [q for q in load_dataset("demo", split="train") if expressible(q) and q.meta["qtype"] in ("1-hop", "2-hop")]
+    for q in qs[:30]:
+        traj = PathOracle(list_relations=True).messages(env, q)
+        assert f1(traj.answer, q.answers) == 1.0, q.question
+        listings = [t for t in traj.turns if "_relations(" in t.text]
+        assert len(listings) == len(q.relation_path)
+        for listing, hop in zip(listings, q.relation_path, strict=True):
+            assert hop.lstrip("~") in listing.observation  # the followed relation was on the list
+        assert "step" not in " ".join(t.text for t in traj.turns)  # no hop count announced up front
