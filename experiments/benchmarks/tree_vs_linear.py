@@ -50,6 +50,12 @@ def signature(turns) -> tuple:
     return tuple(" ".join(a.raw.split()) for t in turns for a in t.actions)
 
 
+def good_queries(turns) -> set[str]:
+    """Observations of SPARQL steps that returned something (a weaker success than F1 = 1)."""
+    return {t.observation.strip() for t in turns
+            if t.actions and t.actions[-1].name == "sparql" and not t.error}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=50)
@@ -77,7 +83,7 @@ def main() -> int:
     tree_ro = TreeRollout(engine, policy.tokenizer, policy.chat_ids, k=args.k, max_depth=args.depth,
                           max_new_tokens=args.tokens, max_active=args.max_active)
     t0 = time.perf_counter()
-    tree_ok, tree_tokens, hits, misses = 0, 0, 0, 0
+    tree_ok, tree_tokens, hits, misses, tree_q = 0, 0, 0, 0, 0
     by_depth: dict[int, list[int]] = {}
     for i in range(0, len(samples), 5):
         chunk = samples[i : i + 5]
@@ -89,17 +95,20 @@ def main() -> int:
             agg[0] += c["pruned"]
             agg[1] += c["branches"]
         for tree in trees:
-            sigs = set()
+            sigs, queries = set(), set()
             for leaf in tree.leaves():
+                turns = tree.trajectory(leaf.id).turns
+                queries |= good_queries(turns)
                 if leaf.answered and f1(leaf.answer, tree.sample.answers) == 1.0:
-                    sigs.add(signature(tree.trajectory(leaf.id).turns))
+                    sigs.add(signature(turns))
             tree_ok += len(sigs)
+            tree_q += len(queries)
         print(f"  tree: {min(i + 5, len(samples))}/{len(samples)} questions", flush=True)
     t_tree = time.perf_counter() - t0
 
     lin = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens=args.tokens)
     t0 = time.perf_counter()
-    lin_ok, lin_tokens, lin_kb = 0, 0, 0
+    lin_ok, lin_tokens, lin_kb, lin_q = 0, 0, 0, 0
     for i in range(0, len(samples), 2):
         chunk = samples[i : i + 2]
         reps = [s for s in chunk for _ in range(args.k)]
@@ -113,17 +122,20 @@ def main() -> int:
             sigs = {signature(t.turns) for t, r in zip(trajs, reps, strict=True)
                     if r is s and f1(t.answer, s.answers) == 1.0}
             lin_ok += len(sigs)
+            lin_q += len(set().union(*(good_queries(t.turns) for t, r in zip(trajs, reps, strict=True) if r is s)))
         print(f"  linear: {min(i + 2, len(samples))}/{len(samples)} questions", flush=True)
     t_lin = time.perf_counter() - t0
 
     print(f"\n{len(samples)} demo dev questions, K={args.k}, depth {args.depth}, "
           f"max {args.max_active} active nodes per depth, {args.tokens} new tokens per step\n")
-    print("| rollout | distinct successful trajectories | generated tokens | per 1k tokens | KB calls | seconds |")
-    print("|---|---|---|---|---|---|")
-    print(f"| tree K={args.k} | {tree_ok} | {tree_tokens} | {1000 * tree_ok / max(1, tree_tokens):.3f} | "
-          f"{misses} (+{hits} served by the cache) | {t_tree:.0f} |")
-    print(f"| {args.k} linear | {lin_ok} | {lin_tokens} | {1000 * lin_ok / max(1, lin_tokens):.3f} | "
-          f"{lin_kb} | {t_lin:.0f} |")
+    print("| rollout | distinct successful trajectories (F1 = 1) | per 1k tokens | distinct non-empty "
+          "query results | per 1k tokens | generated tokens | KB calls | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| tree K={args.k} | {tree_ok} | {1000 * tree_ok / max(1, tree_tokens):.3f} | {tree_q} | "
+          f"{1000 * tree_q / max(1, tree_tokens):.3f} | {tree_tokens} | {misses} (+{hits} served by the cache) | "
+          f"{t_tree:.0f} |")
+    print(f"| {args.k} linear | {lin_ok} | {1000 * lin_ok / max(1, lin_tokens):.3f} | {lin_q} | "
+          f"{1000 * lin_q / max(1, lin_tokens):.3f} | {lin_tokens} | {lin_kb} | {t_lin:.0f} |")
     rate_t, rate_l = tree_ok / max(1, tree_tokens), lin_ok / max(1, lin_tokens)
     print(f"\nratio (tree / linear) of distinct successes per token: "
           f"{rate_t / rate_l:.2f}x" if rate_l else "\nlinear found no successful trajectory")
