@@ -1,22 +1,128 @@
-"""Training tokens/s and peak RSS of one LoRA GRPO update of SmolLM2 (16 × 768 tokens).
+"""One LoRA GRPO update of SmolLM2 (16 × 768 tokens): kgreason vs TRL's GRPOTrainer.
 
-    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4]
+    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4] [--side both|kgreason|trl]
 
-The update is kgreason's own path: old and reference log-probs (adapters disabled), then
-mini-batch clipped-surrogate steps with k3 KL under bf16 autocast. Peak RSS is read from
-the kernel (``ru_maxrss``) after the step.
+Both sides do the same work on the same model (bf16 base weights, LoRA r=16 on the
+attention projections of every layer, bf16 autocast), the same random token batch and
+the same split of each sequence into prompt (first third) and policy tokens: old and
+reference log-probs (adapters disabled), then one clipped-surrogate step with k3 KL
+(β = 0.01) per mini-batch, with gradient clipping and AdamW. The TRL side calls
+``GRPOTrainer``'s own log-prob and loss code on these tensors, so generation is left out
+on both sides. Each side runs in its own child process, so each peak RSS (``ru_maxrss``)
+is its own. TRL is only needed here: ``pip install -e '.[bench]'``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
 
-from kgreason.models import CausalLMPolicy
-from kgreason.rl import policy_loss
+LR = 1e-5
+BETA = 0.01
+
+
+def batch(seqs: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """Token ids, loss mask, per-sequence advantages and the first policy position."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (seqs, length), generator=g)
+    start = length // 3
+    mask = torch.zeros(seqs, length)
+    mask[:, start:] = 1  # the policy's share of a multi-turn sequence
+    adv = torch.randn(seqs, generator=g)
+    return ids, mask, adv, start
+
+
+def run_kgreason(args: argparse.Namespace) -> float:
+    from kgreason.models import CausalLMPolicy
+    from kgreason.rl import policy_loss
+
+    policy = CausalLMPolicy.from_pretrained()
+    ids, mask, adv, start = batch(args.seqs, args.len, len(policy.tokenizer))
+    attn = torch.ones_like(ids)
+    adv = adv[:, None].expand(-1, args.len)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=LR)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        old = torch.cat([policy.token_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)[0]
+                         for i in range(0, args.seqs, args.mini)])
+        ref = torch.cat([policy.reference_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)
+                         for i in range(0, args.seqs, args.mini)])
+    for i in range(0, args.seqs, args.mini):
+        sl = slice(i, i + args.mini)
+        lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start)
+        loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=BETA, entropy=ent)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+    return time.perf_counter() - t0
+
+
+def run_trl(args: argparse.Namespace) -> float:
+    try:
+        from datasets import Dataset
+        from peft import LoraConfig
+        from trl import GRPOConfig, GRPOTrainer
+    except ImportError as e:  # the bench extra is optional
+        raise SystemExit(f"TRL side needs the bench extra (pip install -e '.[bench]'): {e}") from e
+    from kgreason.models.loading import load_causal_lm, load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    model = load_causal_lm(dtype=torch.bfloat16)
+    ids, mask, adv, start = batch(args.seqs, args.len, len(tok))
+    with tempfile.TemporaryDirectory() as out:
+        cfg = GRPOConfig(output_dir=out, use_cpu=True, per_device_train_batch_size=args.mini,
+                         num_generations=args.mini, beta=BETA, loss_type="grpo", learning_rate=LR,
+                         max_grad_norm=1.0, gradient_checkpointing=False, report_to="none",
+                         max_completion_length=args.len - start, logging_steps=10 ** 6)
+        trainer = GRPOTrainer(
+            model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), args=cfg,
+            train_dataset=Dataset.from_dict({"prompt": ["q"] * args.seqs}), processing_class=tok,
+            peft_config=LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0,
+                                   target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+        net = trainer.model
+        net.train()
+        trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(), which we bypass
+        params = [p for p in net.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=LR)
+        prompt, completion = ids[:, :start], ids[:, start:]
+        ones = torch.ones_like(prompt)
+        keep = args.len - start
+        t0 = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.no_grad():
+                old = trainer._get_per_token_logps_and_entropies(net, ids, torch.ones_like(ids), keep,
+                                                                 batch_size=args.mini)[0]
+                with net.disable_adapter():
+                    ref = trainer._get_per_token_logps_and_entropies(net, ids, torch.ones_like(ids), keep,
+                                                                     batch_size=args.mini)[0]
+            for i in range(0, args.seqs, args.mini):
+                sl = slice(i, i + args.mini)
+                inputs = {"prompt_ids": prompt[sl], "prompt_mask": ones[sl], "completion_ids": completion[sl],
+                          "completion_mask": mask[sl, start:], "advantages": adv[sl],
+                          "old_per_token_logps": old[sl], "ref_per_token_logps": ref[sl],
+                          "num_items_in_batch": mask[sl, start:].sum()}
+                loss = trainer.compute_loss(net, inputs)
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+        return time.perf_counter() - t0
+
+
+def child(side: str, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, __file__, "--side", side, "--seqs", str(args.seqs), "--len", str(args.len),
+           "--mini", str(args.mini), "--json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -24,35 +130,22 @@ def main() -> int:
     ap.add_argument("--seqs", type=int, default=16)
     ap.add_argument("--len", type=int, default=768)
     ap.add_argument("--mini", type=int, default=4)
+    ap.add_argument("--side", choices=["both", "kgreason", "trl"], default="both")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.manual_seed(0)
-    policy = CausalLMPolicy.from_pretrained()
-    vocab = len(policy.tokenizer)
-    ids = torch.randint(0, vocab, (args.seqs, args.len))
-    attn = torch.ones_like(ids)
-    mask = torch.zeros(args.seqs, args.len)
-    mask[:, args.len // 3:] = 1  # the policy's share of a multi-turn sequence
-    adv = torch.randn(args.seqs, 1).expand(-1, args.len)
-    opt = torch.optim.AdamW(list(policy.parameters()), lr=1e-5)
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        old = torch.cat([policy.token_logprobs(ids[i:i + args.mini], attn[i:i + args.mini])[0]
-                         for i in range(0, args.seqs, args.mini)])
-        ref = torch.cat([policy.reference_logprobs(ids[i:i + args.mini], attn[i:i + args.mini])
-                         for i in range(0, args.seqs, args.mini)])
-    for i in range(0, args.seqs, args.mini):
-        sl = slice(i, i + args.mini)
-        lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False)
-        loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=0.01, entropy=ent)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
-        opt.step()
-    secs = time.perf_counter() - t0
-    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
-    tokens = args.seqs * args.len
+    if args.side != "both":
+        secs = (run_kgreason if args.side == "kgreason" else run_trl)(args)
+        res = {"side": args.side, "seconds": secs, "tokens_per_s": args.seqs * args.len / secs,
+               "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2}
+        print(json.dumps(res) if args.json else res)
+        return 0
+    rows = [child("kgreason", args), child("trl", args)]
     print(f"LoRA GRPO update, SmolLM2-135M, {args.seqs} x {args.len} tokens, mini-batches of {args.mini}")
-    print(f"| seconds | training tokens/s | peak RSS GB |\n|---|---|---|\n| {secs:.1f} | {tokens / secs:.0f} | {rss_gb:.2f} |")
+    print("| implementation | seconds | training tokens/s | peak RSS GB |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['side']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {r['rss_gb']:.2f} |")
+    print(f"ratio (kgreason / TRL tokens/s): {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.2f}x")
     return 0
 
 

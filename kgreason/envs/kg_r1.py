@@ -63,7 +63,6 @@ INVALID_ACTION = (
 )
 
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
-_QUERY = re.compile(r"<kg-query>(.*?)(?:</kg-query>|$)", re.S)
 _QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'")
 _ALL_QUOTED = re.compile(r"^\s*(?:\"[^\"]*\"|'[^']*')\s*(?:,\s*(?:\"[^\"]*\"|'[^']*')\s*)*$")
 
@@ -79,7 +78,8 @@ def split_args(s: str) -> list[str]:
     ['x', '']
     """
     if _ALL_QUOTED.match(s):  # the usual form: every argument quoted
-        return [m.group(1) if m.group(1) is not None else m.group(2) for m in _QUOTED.finditer(s)]
+        # a non-participating group is "", so ``a or b`` is the quoted text either way
+        return [a or b for a, b in _QUOTED.findall(s)]
     args, cur, quote = [], [], ""
     for ch in s:
         if quote:
@@ -175,10 +175,13 @@ class KGR1ActionSpace(ActionSpace):
 
     # ---------------------------------------------------------------- parse
     def parse(self, text: str) -> list[Action] | ParseError:
-        m = _QUERY.search(text)
-        if not m:
+        # str.find instead of a lazy regex: this runs on every turn (env overhead target)
+        start = text.find("<kg-query>")
+        if start < 0:
             return ParseError(KG_FORMAT_ERROR, INVALID_ACTION)
-        body = m.group(1).strip()
+        start += len("<kg-query>")
+        end = text.find("</kg-query>", start)
+        body = (text[start:] if end < 0 else text[start:end]).strip()
         call = _CALL.match(body)
         if not call:
             return ParseError(KG_FORMAT_ERROR,
@@ -237,15 +240,17 @@ class KGR1ActionSpace(ActionSpace):
         side = "tail" if fn == "get_tail_relations" else "head"
         if not rels:
             return self._error(KG_NO_RESULTS, f'No {side} relations found for entity "{arg}" in knowledge graph', calls[0])
-        shown = sorted(rels)
+        ordered = sorted(rels)
+        shown = ordered
         if self.shuffle_relations:
+            shown = ordered.copy()
             self._rng.shuffle(shown)
         if self.relation_format == "hierarchical":
             body = hierarchical(shown)
         else:
             body = truncate_items(shown, self.max_obs_tokens, self.count_tokens)
         text = f'{side.capitalize()} relations for entity "{arg}": {body}'
-        return Observation(text, payload={"relations": sorted(rels)}, relations=sorted(rels), kb_calls=calls[0])
+        return Observation(text, payload={"relations": ordered}, relations=list(ordered), kb_calls=calls[0])
 
     def _entities(self, fn: str, args: list[str], state: EpisodeState, kb: KnowledgeBase, calls: list[int]) -> Observation:
         ent, rel = args

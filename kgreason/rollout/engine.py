@@ -39,11 +39,17 @@ class HFEngine(Engine):
         policy: a :class:`~kgreason.models.CausalLMPolicy`.
         temperature, top_p, top_k: sampling (KG-R1 trains at 1.0 / 1.0 / off).
         batch_size: split larger batches (None: all at once).
+        share_prefix: encode the prompts' longest common token prefix once and share its
+            KV cache across the batch when it is at least this many tokens (0: off). On a
+            CPU the prefill of long multi-turn contexts, not decoding, dominates a turn, and
+            a batch shares the instructions (every question), the question (N rollouts)
+            or the whole context (the K branches of a tree node).
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, share_prefix: int = 32):
         self.policy = policy
+        self.share_prefix = share_prefix
         self.tokenizer = policy.tokenizer
         self.temperature = temperature
         self.top_p = top_p
@@ -64,20 +70,28 @@ class HFEngine(Engine):
     def _generate(self, prompts, stop, max_new_tokens, greedy) -> list[Generation]:
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p):] = torch.tensor(list(p))
-            mask[i, width - len(p):] = 1
+        shared = common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
+        # At least one token of every prompt must go through generate itself.
+        shared = min(shared, min(len(p) for p in prompts) - 1)
+        if shared < max(self.share_prefix, 1):
+            shared = 0
+        ids, mask = pad_batch(prompts, pad, shared)
+        width = ids.shape[1]
         model = self.policy.model
         was_training = model.training
         model.eval()
         kw = {"do_sample": False} if greedy else {
             "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
+        device = self.policy.device
         with self.policy.autocast():
+            if shared:
+                # Pads sit between the shared prefix and each suffix; generate derives
+                # position ids from the attention mask, so positions stay contiguous.
+                cache = model(input_ids=ids[:1, :shared].to(device), use_cache=True).past_key_values
+                cache.batch_repeat_interleave(len(prompts))
+                kw["past_key_values"] = cache
             seqs = model.generate(
-                input_ids=ids.to(self.policy.device), attention_mask=mask.to(self.policy.device),
+                input_ids=ids.to(device), attention_mask=mask.to(device),
                 max_new_tokens=max_new_tokens, stop_strings=list(stop) or None, tokenizer=tok,
                 pad_token_id=pad, eos_token_id=tok.eos_token_id, **kw)
         model.train(was_training)
@@ -108,6 +122,45 @@ class HFEngine(Engine):
         text = tok.decode(new[:lo])
         end = _first_stop(text, stop)
         return Generation(new[:lo], text[:end], "stop")
+
+
+def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix all prompts share.
+
+    >>> common_prefix_len([[1, 2, 3], [1, 2, 4, 5], [1, 2]])
+    2
+    """
+    first = prompts[0]
+    n = min(len(p) for p in prompts)
+    for p in prompts[1:]:
+        k = 0
+        while k < n and p[k] == first[k]:
+            k += 1
+        n = k
+    return n
+
+
+def pad_batch(prompts: Sequence[Sequence[int]], pad: int, shared: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask of a batch: the first ``shared`` tokens (common to all
+    prompts) on the left, then each remainder left-padded to the same width.
+
+    Shapes: ``N`` prompts → ids and mask ``[N, shared + max remainder]``.
+
+    >>> ids, mask = pad_batch([[7, 8, 9], [7, 5]], pad=0, shared=1)
+    >>> ids.tolist(), mask.tolist()
+    ([[7, 8, 9], [7, 0, 5]], [[1, 1, 1], [1, 0, 1]])
+    """
+    rest = max(len(p) for p in prompts) - shared
+    ids = torch.full((len(prompts), shared + rest), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        p = list(p)
+        ids[i, :shared] = torch.tensor(p[:shared], dtype=torch.long)
+        mask[i, :shared] = 1
+        if len(p) > shared:
+            ids[i, shared + rest - (len(p) - shared):] = torch.tensor(p[shared:], dtype=torch.long)
+            mask[i, shared + rest - (len(p) - shared):] = 1
+    return ids, mask
 
 
 def _first_stop(text: str, stop: Sequence[str]) -> int | None:

@@ -31,6 +31,22 @@ def test_batched_greedy_equals_one_by_one(tiny):
     assert [g.token_ids for g in batched] == [g.token_ids for g in single]
 
 
+def test_shared_prefix_cache_changes_nothing(tiny):
+    # Long common instructions, then questions of different lengths: the shared-prefix
+    # path (pads between prefix and suffix) must decode exactly what plain left-padding does.
+    head = "Answer from the knowledge graph. " * 12
+    ps = [tiny.chat_ids([{"role": "user", "content": head + f"question {i}" + " more" * (3 * i)}]) for i in range(3)]
+    from kgreason.rollout.engine import common_prefix_len
+    assert common_prefix_len(ps) > 60
+    shared = HFEngine(tiny, share_prefix=8).generate(ps, max_new_tokens=10, greedy=True)
+    plain = HFEngine(tiny, share_prefix=0).generate(ps, max_new_tokens=10, greedy=True)
+    single = [HFEngine(tiny, share_prefix=0).generate([p], max_new_tokens=10, greedy=True)[0] for p in ps]
+    assert [g.token_ids for g in shared] == [g.token_ids for g in plain] == [g.token_ids for g in single]
+    # identical prompts (the K branches of a tree node): all but the last token shared
+    same = HFEngine(tiny, share_prefix=8).generate([ps[0]] * 3, max_new_tokens=10, greedy=True)
+    assert all(g.token_ids == single[0].token_ids for g in same)
+
+
 def test_stop_strings_cut_the_output(tiny):
     torch.manual_seed(0)
     eng = HFEngine(tiny)
