@@ -41,9 +41,8 @@ class HFEngine(Engine):
         batch_size: split larger batches (None: all at once).
         share_prefix: encode the prompts' longest common token prefix once and share its
             KV cache across the batch when it is at least this many tokens (0: off). On a
-            CPU the prefill of long multi-turn contexts, not decoding, dominates a turn, and
-            a batch shares the instructions (every question), the question (N rollouts)
-            or the whole context (the K branches of a tree node).
+            CPU the prefill of long multi-turn contexts dominates a turn; every batch
+            shares the instructions, and the K branches of one tree node their whole context.
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,

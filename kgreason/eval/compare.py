@@ -1,0 +1,87 @@
+"""Compare evaluation runs question type by question type.
+
+    python -m kgreason.eval.compare kg_r1=RUN_A/eval_trained.jsonl isp_dtpo=RUN_B/eval_trained.jsonl \\
+        [--groups 2-hop,cvt,superlative] [--metric f1]
+
+Each run's ``eval_<tag>.jsonl`` holds one row per question (``qtype``, ``level`` and the
+metrics). Only questions present in every run are compared, so two runs on different
+subsets are never set side by side silently; the table says how many were shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def load_rows(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Per-question rows of an ``eval_*.jsonl`` file, keyed by question id."""
+    rows: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                rows[str(row["id"])] = row
+    return rows
+
+
+def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "f1", by: str = "qtype",
+            groups: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Mean ``metric`` per group for each run, over the questions all runs share.
+
+    Returns one row per group (``"all"`` first): ``{"group", "n", <run>: mean, ...}``.
+
+    >>> a = {"q1": {"qtype": "1-hop", "f1": 1.0}, "q2": {"qtype": "2-hop", "f1": 0.0}}
+    >>> b = {"q1": {"qtype": "1-hop", "f1": 0.5}, "q2": {"qtype": "2-hop", "f1": 1.0}, "q3": {"qtype": "2-hop", "f1": 1.0}}
+    >>> [(r["group"], r["n"], r["a"], r["b"]) for r in compare({"a": a, "b": b})]
+    [('all', 2, 0.5, 0.75), ('1-hop', 1, 1.0, 0.5), ('2-hop', 1, 0.0, 1.0)]
+    """
+    if not runs:
+        raise ValueError("compare needs at least one run")
+    shared = set.intersection(*(set(r) for r in runs.values()))
+    if not shared:
+        raise ValueError("the runs share no question id: were they evaluated on the same split and seed?")
+    first = next(iter(runs.values()))
+    names = sorted({str(first[q].get(by)) for q in shared}) if groups is None else list(groups)
+    out = []
+    for g in ["all", *names]:
+        ids = sorted(q for q in shared if g == "all" or str(first[q].get(by)).lower() == g.lower())
+        row: dict[str, Any] = {"group": g, "n": len(ids)}
+        for name, rows in runs.items():
+            row[name] = sum(float(rows[q][metric]) for q in ids) / len(ids) if ids else float("nan")
+        out.append(row)
+    return out
+
+
+def markdown(table: Sequence[Mapping[str, Any]], runs: Sequence[str], metric: str = "f1") -> str:
+    """The :func:`compare` rows as a Markdown table."""
+    head = "| group | n | " + " | ".join(f"{r} {metric}" for r in runs) + " |"
+    lines = [head, "|---|---|" + "---|" * len(runs)]
+    for row in table:
+        lines.append(f"| {row['group']} | {row['n']} | " + " | ".join(f"{row[r]:.3f}" for r in runs) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="NAME=path/to/eval_<tag>.jsonl")
+    ap.add_argument("--metric", default="f1")
+    ap.add_argument("--by", default="qtype", choices=["qtype", "level"])
+    ap.add_argument("--groups", default=None, help="comma-separated groups (default: every group)")
+    args = ap.parse_args(argv)
+    runs: dict[str, dict[str, dict[str, Any]]] = {}
+    for spec in args.runs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            ap.error(f"expected NAME=path, got {spec!r}")
+        runs[name] = load_rows(path)
+    groups = args.groups.split(",") if args.groups else None
+    print(markdown(compare(runs, args.metric, args.by, groups), list(runs), args.metric))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""Run comparison by question type, on hand-written eval rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgreason.eval.compare import compare, load_rows, main
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_only_shared_questions_and_chosen_groups(tmp_path, capsys):
+    a = write(tmp_path / "a.jsonl", [{"id": "1", "qtype": "2-hop", "f1": 1.0},
+                                     {"id": "2", "qtype": "CVT", "f1": 0.0},
+                                     {"id": "9", "qtype": "2-hop", "f1": 1.0}])  # not in b: left out
+    b = write(tmp_path / "b.jsonl", [{"id": "1", "qtype": "2-hop", "f1": 0.0},
+                                     {"id": "2", "qtype": "CVT", "f1": 0.5}])
+    table = compare({"a": load_rows(a), "b": load_rows(b)}, groups=["2-hop", "cvt", "superlative"])
+    assert [(r["group"], r["n"]) for r in table] == [("all", 2), ("2-hop", 1), ("cvt", 1), ("superlative", 0)]
+    assert table[0]["a"] == 0.5 and table[0]["b"] == 0.25
+    assert table[2]["b"] == 0.5
+    assert main([f"a={a}", f"b={b}", "--groups", "2-hop"]) == 0
+    assert "| 2-hop | 1 | 1.000 | 0.000 |" in capsys.readouterr().out
+
+
+def test_disjoint_runs_are_an_error(tmp_path):
+    a = write(tmp_path / "a.jsonl", [{"id": "1", "qtype": "x", "f1": 1.0}])
+    b = write(tmp_path / "b.jsonl", [{"id": "2", "qtype": "x", "f1": 1.0}])
+    with pytest.raises(ValueError, match="share no question"):
+        compare({"a": load_rows(a), "b": load_rows(b)})
