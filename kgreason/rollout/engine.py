@@ -149,16 +149,15 @@ def pad_batch(prompts: Sequence[Sequence[int]], pad: int, shared: int = 0) -> tu
     >>> ids.tolist(), mask.tolist()
     ([[7, 8, 9], [7, 0, 5]], [[1, 1, 1], [1, 0, 1]])
     """
-    rest = max(len(p) for p in prompts) - shared
-    ids = torch.full((len(prompts), shared + rest), pad, dtype=torch.long)
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
     mask = torch.zeros_like(ids)
+    ids[:, :shared] = torch.tensor(list(prompts[0][:shared]), dtype=torch.long)
+    mask[:, :shared] = 1
     for i, p in enumerate(prompts):
-        p = list(p)
-        ids[i, :shared] = torch.tensor(p[:shared], dtype=torch.long)
-        mask[i, :shared] = 1
-        if len(p) > shared:
-            ids[i, shared + rest - (len(p) - shared):] = torch.tensor(p[shared:], dtype=torch.long)
-            mask[i, shared + rest - (len(p) - shared):] = 1
+        start = width - (len(p) - shared)  # the remainder ends at the right edge
+        ids[i, start:] = torch.tensor(list(p[shared:]), dtype=torch.long)
+        mask[i, start:] = 1
     return ids, mask
 
 
