@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import random
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from kgreason.data import load_dataset
+from kgreason.data import load_dataset, sample_subset, train_eval_split
 from kgreason.envs import make_env
 from kgreason.envs.oracle import PathOracle
 from kgreason.eval import EvalReport, evaluate
@@ -70,14 +69,6 @@ def save_policy(policy: CausalLMPolicy, path: Path) -> None:
     torch.save(policy.checkpoint_state(), path)
 
 
-def subset(samples: list, limit: int | None, seed: int) -> list:
-    """A seeded random subset: dataset files are often ordered by question type, so a
-    prefix would not be representative."""
-    if limit is None or limit >= len(samples):
-        return samples
-    return random.Random(seed).sample(samples, limit)
-
-
 def build_reward(cfg: DictConfig):
     """A ``_target_`` reward (e.g. DTPO's tree reward) or a :class:`CompositeReward`."""
     if "_target_" in cfg:
@@ -89,7 +80,7 @@ def build_reward(cfg: DictConfig):
 def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list:
     """Cold-start trajectories: gold-path oracle episodes (KG-R1 presets) or decomposed
     gold logical forms (ISP/DTPO, appendix E.2)."""
-    pool = subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
+    pool = sample_subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
     if cfg.sft == "oracle":
         oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations)
         trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
@@ -192,8 +183,9 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     policy = build_policy(cfg.model, cfg.checkpoint)
     rollout = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, cfg.model.max_new_tokens)
     d = cfg.data
-    train = subset(load_dataset(d.name, d.path, split=d.train_split, **d.kwargs), d.train_limit, cfg.seed)
-    dev = subset(load_dataset(d.name, d.path, split=d.eval_split, **d.kwargs), d.eval_limit, cfg.seed + 1)
+    train_pool = load_dataset(d.name, d.path, split=d.train_split, **d.kwargs)
+    eval_pool = train_pool if d.eval_split == d.train_split else load_dataset(d.name, d.path, split=d.eval_split, **d.kwargs)
+    train, dev = train_eval_split(train_pool, eval_pool, d.train_limit, d.eval_limit, cfg.seed)
     results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
 

@@ -1,15 +1,20 @@
 """Lock-step multi-turn rollout vs the same trajectories one at a time, same engine.
 
-    python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64]
+    python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group]
 
-Both sides run the same questions, greedy, with the same engine and limits; prints
-generated tokens per second of each and their ratio, measured side by side in one run.
+Both sides run the same questions with the same engine and limits; prints generated
+tokens per second of each and their ratio, measured side by side in one run. By default
+the trajectories are ``n`` different dev questions decoded greedily; ``--group`` runs the
+training-time shape instead: ``n`` sampled rollouts of one question (a GRPO group), whose
+token counts differ between the sides, so only tokens/s are compared.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+
+import torch
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
@@ -23,27 +28,32 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--group", action="store_true", help="n sampled rollouts of one question")
     args = ap.parse_args()
+    torch.manual_seed(0)
     policy = CausalLMPolicy.tiny() if args.model == "tiny" else CausalLMPolicy.from_pretrained()
     kb = load_demo_kb()
-    samples = load_dataset("demo", split="dev")[: args.n]
+    dev = load_dataset("demo", split="dev")
+    samples = [dev[0]] * args.n if args.group else dev[: args.n]
+    greedy = not args.group
     ro = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, max_new_tokens=args.tokens)
 
     def envs(k):
         return [make_env("kg_r1", kb, max_turns=args.turns) for _ in range(k)]
 
-    ro.run(envs(2), samples[:2], greedy=True)  # warm-up
+    ro.run(envs(2), samples[:2], greedy=greedy)  # warm-up
     t0 = time.perf_counter()
-    _, batched = ro.run(envs(len(samples)), samples, greedy=True)
+    _, batched = ro.run(envs(len(samples)), samples, greedy=greedy)
     t_batched = time.perf_counter() - t0
     t0 = time.perf_counter()
     seq_tokens = 0
     for s in samples:
-        _, st = ro.run(envs(1), [s], greedy=True)
+        _, st = ro.run(envs(1), [s], greedy=greedy)
         seq_tokens += st.generated_tokens
     t_seq = time.perf_counter() - t0
     a, b = batched.generated_tokens / t_batched, seq_tokens / t_seq
-    print(f"model={args.model}, {len(samples)} trajectories, H={args.turns}, {args.tokens} new tokens/turn")
+    shape = "sampled rollouts of one question" if args.group else "questions, greedy"
+    print(f"model={args.model}, {len(samples)} {shape}, H={args.turns}, {args.tokens} new tokens/turn")
     print("| rollout | generated tokens | seconds | tokens/s |\n|---|---|---|---|")
     print(f"| lock-step batch | {batched.generated_tokens} | {t_batched:.1f} | {a:.1f} |")
     print(f"| one at a time | {seq_tokens} | {t_seq:.1f} | {b:.1f} |")

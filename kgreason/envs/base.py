@@ -238,7 +238,17 @@ class KGEnv:
             return StepResult(space.format_observation([obs]), False,
                               {"error": parsed.code, "actions": [], "kb_calls": 0})
         observations = [space.execute(a, self.state) for a in parsed]
-        errors = [o.error for o in observations if o.error]
+        # one pass over the observations: this runs on every turn (env overhead target)
+        errors: list[str] = []
+        entities: list[str] = []
+        relations: list[str] = []
+        kb_calls = 0
+        for o in observations:
+            if o.error:
+                errors.append(o.error)
+            entities += o.entities
+            relations += o.relations
+            kb_calls += o.kb_calls
         return StepResult(
             space.format_observation(observations),
             False,
@@ -246,9 +256,9 @@ class KGEnv:
                 "error": errors[0] if errors else None,
                 "errors": errors,
                 "actions": parsed,
-                "kb_calls": sum(o.kb_calls for o in observations),
-                "entities": [e for o in observations for e in o.entities],
-                "relations": [r for o in observations for r in o.relations],
+                "kb_calls": kb_calls,
+                "entities": entities,
+                "relations": relations,
                 "payloads": [o.payload for o in observations],
             },
         )

@@ -17,7 +17,7 @@ from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
 from kgreason.envs.text import TokenCounter, approx_tokens, truncate_items
 from kgreason.errors import KBError, KBTimeout
 from kgreason.kb.base import KnowledgeBase
-from kgreason.types import Action, KBQASample, Observation, Term
+from kgreason.types import Action, KBQASample, Observation
 
 KG_SERVER_ERROR = "KG_SERVER_ERROR"
 KG_FORMAT_ERROR = "KG_FORMAT_ERROR"
@@ -62,6 +62,8 @@ INVALID_ACTION = (
     "between <answer> and </answer>. Let me try again."
 )
 
+#: the usual call, one or two double-quoted arguments, matched in one pass
+_QUICK_CALL = re.compile(r'\s*([A-Za-z_][\w.]*)\s*\(\s*"([^"]*)"\s*(?:,\s*"([^"]*)"\s*)?\)\s*;?\s*')
 _CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*;?\s*$", re.S)
 _QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'")
 _ALL_QUOTED = re.compile(r"^\s*(?:\"[^\"]*\"|'[^']*')\s*(?:,\s*(?:\"[^\"]*\"|'[^']*')\s*)*$")
@@ -182,13 +184,18 @@ class KGR1ActionSpace(ActionSpace):
         start += len("<kg-query>")
         end = text.find("</kg-query>", start)
         body = (text[start:] if end < 0 else text[start:end]).strip()
-        call = _CALL.match(body)
-        if not call:
-            return ParseError(KG_FORMAT_ERROR,
-                              f"<error>Invalid query format: {body[:80]!r} (use function_name(argument, ...))</error>")
-        name = call.group(1).split(".")[-1]
-        name = ALIASES.get(name, name)
-        return [Action(name=name, args=split_args(call.group(2)), raw=body)]
+        quick = _QUICK_CALL.fullmatch(body)
+        if quick:
+            name, first, second = quick.groups()
+            args = [first] if second is None else [first, second]
+        else:
+            call = _CALL.match(body)
+            if not call:
+                return ParseError(KG_FORMAT_ERROR,
+                                  f"<error>Invalid query format: {body[:80]!r} (use function_name(argument, ...))</error>")
+            name, args = call.group(1), split_args(call.group(2))
+        name = name.rpartition(".")[2]
+        return [Action(name=ALIASES.get(name, name), args=args, raw=body)]
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:
@@ -233,14 +240,13 @@ class KGR1ActionSpace(ActionSpace):
         ids = self._resolve(arg, state, kb, calls)
         if not ids:
             return self._error(KG_ENTITY_NOT_FOUND, f'Entity "{arg}" not found in KG', calls[0])
-        rels: set[str] = set()
-        for e in ids:
-            calls[0] += 1
-            rels.update(kb.relations_out(e) if fn == "get_tail_relations" else kb.relations_in(e))
+        get = kb.relations_out if fn == "get_tail_relations" else kb.relations_in
+        calls[0] += len(ids)
+        # the KB returns sorted, distinct lists: merge only when a name has several ids
+        ordered = list(get(ids[0])) if len(ids) == 1 else sorted({r for e in ids for r in get(e)})
         side = "tail" if fn == "get_tail_relations" else "head"
-        if not rels:
+        if not ordered:
             return self._error(KG_NO_RESULTS, f'No {side} relations found for entity "{arg}" in knowledge graph', calls[0])
-        ordered = sorted(rels)
         shown = ordered
         if self.shuffle_relations:
             shown = ordered.copy()
@@ -262,11 +268,11 @@ class KGR1ActionSpace(ActionSpace):
         if not ids:
             return self._error(KG_ENTITY_NOT_FOUND, f'Entity "{ent}" not found in KG', calls[0])
         tail = fn == "get_tail_entities"
-        found: set[Term] = set()
-        for e in ids:
-            calls[0] += 1
-            found.update(kb.tails(e, rel) if tail else kb.heads(e, rel))
-        if not found:
+        get = kb.tails if tail else kb.heads
+        calls[0] += len(ids)
+        # Term sorting is slow (dataclass ordering) and the KB's lists are already sorted
+        terms = get(ids[0], rel) if len(ids) == 1 else sorted({t for e in ids for t in get(e, rel)})
+        if not terms:
             present: set[str] = set()
             for e in ids:
                 calls[0] += 2
@@ -278,7 +284,6 @@ class KGR1ActionSpace(ActionSpace):
             side = "tail" if tail else "head"
             return self._error(KG_NO_RESULTS, f'No {side} entities found for relation "{rel}" with {role} '
                                f'"{ent}" in knowledge graph', calls[0])
-        terms = sorted(found)
         entity_ids = [t.value for t in terms if t.is_entity]
         calls[0] += 1
         names = kb.names(entity_ids)

@@ -213,3 +213,23 @@ def test_kb_timeout_becomes_server_error_observation(sample):
     env.reset(KBQASample(id="t", question="?", topic_entities=[Entity("m.a", "m.a")]))
     r = env.step(q('get_tail_relations("m.a")'))
     assert r.info["error"] == KG_SERVER_ERROR and "timed out" in r.observation and not r.done
+
+
+@pytest.mark.parametrize("call", [
+    'get_tail_entities("Washington, D.C.", "location.location.containedby")',
+    'get_tail_relations( "m.0abc" ) ;',
+    'kg.get_relations_out("x")',
+    'get_tail_entities("x", "")',
+    "get_tail_entities('x', \"y\")",
+    'get_tail_entities("x", "y", "z")',
+    "get_tail_relations()",
+    'get_tail_relations(United States)',
+])
+def test_one_pass_parse_agrees_with_the_general_parser(call):
+    from kgreason.envs.kg_r1 import _CALL, ALIASES, split_args
+
+    m = _CALL.match(call)
+    name = m.group(1).split(".")[-1]
+    (action,) = KGR1ActionSpace().parse(f"<kg-query>{call}</kg-query>")
+    assert action.name == ALIASES.get(name, name)
+    assert action.args == split_args(m.group(2))

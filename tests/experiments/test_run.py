@@ -79,3 +79,12 @@ def test_the_code_variants_of_isp_dtpo_compose(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     cfg = (out / "config.yaml").read_text()
     assert "clip_high: 0.24" in cfg and "group_size: 6" in cfg and "mode: code" in cfg
+
+
+def test_metaqa_preset_composes_over_the_demo_budget():
+    p = run("method=kg_r1", "preset=metaqa", "--cfg", "job", timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    cfg = p.stdout
+    assert "_target_: kgreason.kb.load_metaqa_kb" in cfg and "name: metaqa" in cfg
+    assert "train_split: dev" in cfg and "eval_split: dev" in cfg and "eval_limit: 500" in cfg
+    assert "sft_steps: 100" in cfg and "top_layers: 12" in cfg  # inherited from preset=demo

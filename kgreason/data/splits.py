@@ -1,0 +1,57 @@
+"""Seeded train / evaluation subsets that never share a question."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TypeVar
+
+from kgreason.types import KBQASample
+
+S = TypeVar("S", bound=KBQASample)
+
+
+def sample_subset(samples: Sequence[S], limit: int | None, seed: int) -> list[S]:
+    """A seeded random subset of at most ``limit`` samples (all of them when ``None``).
+
+    Dataset files are often ordered by question type, so a prefix would not be
+    representative.
+
+    >>> from kgreason.types import KBQASample
+    >>> qs = [KBQASample(id=str(i), question="?") for i in range(5)]
+    >>> [q.id for q in sample_subset(qs, 2, seed=0)] == [q.id for q in sample_subset(qs, 2, seed=0)]
+    True
+    >>> len(sample_subset(qs, None, seed=0))
+    5
+    """
+    if limit is None or limit >= len(samples):
+        return list(samples)
+    return random.Random(seed).sample(list(samples), limit)
+
+
+def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limit: int | None,
+                     eval_limit: int | None, seed: int) -> tuple[list[S], list[S]]:
+    """Draw the evaluation subset first, then train on what is left of ``train_pool``.
+
+    When both pools are the same split (MetaQA: train on dev, evaluate on a held-out 500
+    of dev) the evaluation questions are removed from training, so no question is ever
+    both trained on and scored. Disjoint pools are sampled independently.
+
+    Args:
+        train_pool, eval_pool: the loaded splits (may be the same list).
+        train_limit, eval_limit: subset sizes (``None``: everything).
+        seed: training subset seed; the evaluation subset uses ``seed + 1``.
+
+    Returns:
+        ``(train, eval)`` with no sample id in both.
+
+    >>> from kgreason.types import KBQASample
+    >>> dev = [KBQASample(id=str(i), question="?") for i in range(10)]
+    >>> train, held = train_eval_split(dev, dev, None, 3, seed=0)
+    >>> len(train), len(held), {q.id for q in train} & {q.id for q in held}
+    (7, 3, set())
+    """
+    held = sample_subset(eval_pool, eval_limit, seed + 1)
+    held_ids = {s.id for s in held}
+    remaining = [s for s in train_pool if s.id not in held_ids]
+    return sample_subset(remaining, train_limit, seed), held
