@@ -17,7 +17,7 @@ from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
 from kgreason.envs.text import TokenCounter, approx_tokens, truncate_items
 from kgreason.errors import KBError, KBTimeout
 from kgreason.kb.base import KnowledgeBase
-from kgreason.types import Action, KBQASample, Observation
+from kgreason.types import Action, KBQASample, Observation, Term
 
 KG_SERVER_ERROR = "KG_SERVER_ERROR"
 KG_FORMAT_ERROR = "KG_FORMAT_ERROR"
@@ -284,29 +284,35 @@ class KGR1ActionSpace(ActionSpace):
             side = "tail" if tail else "head"
             return self._error(KG_NO_RESULTS, f'No {side} entities found for relation "{rel}" with {role} '
                                f'"{ent}" in knowledge graph', calls[0])
+        shown = [t.value for t in terms]
         entity_ids = [t.value for t in terms if t.is_entity]
-        calls[0] += 1
-        names = kb.names(entity_ids)
-        labels = []
-        for t in terms:
-            if t.is_literal:
-                labels.append(t.value)
-                state.remember(t.value, t.value)
-                continue
-            name = names.get(t.value)
-            state.remember(t.value, t.value)
-            if name and name != t.value:
-                state.remember(name, t.value)
-                labels.append(f"{name} ({t.value})" if self.show_ids == "always" else name)
-            else:
-                labels.append(t.value)
+        if kb.schema.ids_are_names:  # MetaQA-style KBs: an id is its name, nothing to look up
+            labels = list(shown)
+            for v in shown:
+                state.remember(v, v)
+        else:
+            calls[0] += 1
+            labels = self._labels(terms, kb.names(entity_ids), state)
         body = truncate_items(labels, self.max_obs_tokens, self.count_tokens)
         if tail:
             text = f'Tail entities for relation "{rel}" with head "{ent}": {body}'
         else:
             text = f'Head entities for relation "{rel}" with tail "{ent}": {body}'
-        return Observation(text, payload={"ids": [t.value for t in terms], "labels": labels},
+        return Observation(text, payload={"ids": shown, "labels": labels},
                            entities=entity_ids, relations=[rel], kb_calls=calls[0])
+
+    def _labels(self, terms: list[Term], names: dict[str, str], state: EpisodeState) -> list[str]:
+        """Display labels of result terms; every label and id becomes a known name."""
+        labels = []
+        for t in terms:
+            state.remember(t.value, t.value)
+            name = None if t.is_literal else names.get(t.value)
+            if name and name != t.value:
+                state.remember(name, t.value)
+                labels.append(f"{name} ({t.value})" if self.show_ids == "always" else name)
+            else:
+                labels.append(t.value)
+        return labels
 
     @staticmethod
     def _looks_like_relation(s: str) -> bool:
