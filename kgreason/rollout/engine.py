@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -31,6 +32,26 @@ class Engine(abc.ABC):
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
         """Complete each prompt; stop at the first of ``stop`` (kept in the output)."""
 
+    def clear_cache(self) -> None:  # noqa: B027 - optional hook
+        """Forget state kept between calls (rollouts call it before and after an episode
+        batch, so nothing computed with older weights is ever reused)."""
+
+
+@dataclass
+class _Kept:
+    """The KV cache of the last call, to continue its rows on the next turn.
+
+    Shapes: ``ids`` and ``mask`` ``[B, C]`` for the ``C`` cached columns; ``mask`` is 1
+    where a column holds a real token of that row (not padding, not tokens generated
+    after the row stopped); ``rows[b]`` are those real tokens in order.
+    """
+
+    cache: Any
+    ids: torch.Tensor
+    mask: torch.Tensor
+    rows: list[tuple[int, ...]]
+    weights: int
+
 
 class HFEngine(Engine):
     """``model.generate`` on a left-padded batch with stop strings, under bf16 autocast.
@@ -43,12 +64,20 @@ class HFEngine(Engine):
             KV cache across the batch when it is at least this many tokens (0: off). On a
             CPU the prefill of long multi-turn contexts dominates a turn; every batch
             shares the instructions, and the K branches of one tree node their whole context.
+        reuse_cache: keep the last call's KV cache and, when every new prompt extends one
+            of its rows (the next turn of a multi-turn rollout, or a tree node's children),
+            encode only the new tokens. ``clear_cache()`` drops it; rollouts call it around
+            each batch of episodes, since weights change between them.
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-                 batch_size: int | None = None, share_prefix: int = 32):
+                 batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True):
         self.policy = policy
         self.share_prefix = share_prefix
+        self.reuse_cache = reuse_cache
+        self._kept: _Kept | None = None
+        #: prompt tokens served from a kept cache instead of being encoded again
+        self.reused_tokens = 0
         self.tokenizer = policy.tokenizer
         self.temperature = temperature
         self.top_p = top_p
@@ -60,41 +89,102 @@ class HFEngine(Engine):
         if not prompts:
             return []
         bs = self.batch_size or len(prompts)
+        if bs < len(prompts):
+            self.clear_cache()  # chunks would overwrite each other's kept cache
         out: list[Generation] = []
         for i in range(0, len(prompts), bs):
-            out.extend(self._generate(prompts[i : i + bs], stop, max_new_tokens, greedy))
+            out.extend(self._generate(prompts[i : i + bs], stop, max_new_tokens, greedy,
+                                      keep=self.reuse_cache and bs >= len(prompts)))
         return out
 
+    def clear_cache(self) -> None:
+        self._kept = None
+
     @torch.no_grad()
-    def _generate(self, prompts, stop, max_new_tokens, greedy) -> list[Generation]:
+    def _generate(self, prompts, stop, max_new_tokens, greedy, keep: bool = False) -> list[Generation]:
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        shared = common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
-        # At least one token of every prompt must go through generate itself.
-        shared = min(shared, min(len(p) for p in prompts) - 1)
-        if shared < max(self.share_prefix, 1):
-            shared = 0
-        ids, mask = pad_batch(prompts, pad, shared)
-        width = ids.shape[1]
+        kw: dict[str, Any] = {"do_sample": False} if greedy else {
+            "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
         model = self.policy.model
         was_training = model.training
         model.eval()
-        kw = {"do_sample": False} if greedy else {
-            "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
         device = self.policy.device
         with self.policy.autocast():
-            if shared:
-                # Pads sit between the shared prefix and each suffix; generate derives
-                # position ids from the attention mask, so positions stay contiguous.
-                cache = model(input_ids=ids[:1, :shared].to(device), use_cache=True).past_key_values
-                cache.batch_repeat_interleave(len(prompts))
-                kw["past_key_values"] = cache
-            seqs = model.generate(
+            cont = self._continue(prompts, pad) if self._kept is not None else None
+            if cont is not None:
+                ids, mask, kw["past_key_values"] = cont
+            else:
+                shared = self._shared_len(prompts)
+                ids, mask = pad_batch(prompts, pad, shared)
+                if shared:
+                    # Pads sit between the shared prefix and each suffix; generate derives
+                    # position ids from the attention mask, so positions stay contiguous.
+                    cache = model(input_ids=ids[:1, :shared].to(device), use_cache=True).past_key_values
+                    cache.batch_repeat_interleave(len(prompts))
+                    kw["past_key_values"] = cache
+            self._kept = None  # its cache is consumed (extended in place) by this call
+            out = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device),
                 max_new_tokens=max_new_tokens, stop_strings=list(stop) or None, tokenizer=tok,
-                pad_token_id=pad, eos_token_id=tok.eos_token_id, **kw)
+                pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True, **kw)
         model.train(was_training)
-        return [self._finish(seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
+        width = ids.shape[1]
+        seqs = out.sequences
+        gens = [self._finish(seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
+        if keep and out.past_key_values is not None:
+            self._keep(out.past_key_values, seqs, mask, prompts, gens)
+        return gens
+
+    def _shared_len(self, prompts) -> int:
+        shared = common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0
+        # At least one token of every prompt must go through generate itself.
+        shared = min(shared, min(len(p) for p in prompts) - 1)
+        return shared if shared >= max(self.share_prefix, 1) else 0
+
+    def _keep(self, cache, seqs: torch.Tensor, mask: torch.Tensor, prompts, gens: list[Generation]) -> None:
+        width = mask.shape[1]
+        cols = cache.get_seq_length()  # the last generated token has no KV yet
+        n_gen = cols - width
+        gen_mask = torch.zeros(len(prompts), n_gen, dtype=mask.dtype)
+        rows = []
+        for i, (p, g) in enumerate(zip(prompts, gens, strict=True)):
+            k = min(len(g.token_ids), n_gen)
+            gen_mask[i, :k] = 1
+            rows.append(tuple(p) + tuple(g.token_ids[:k]))
+        self._kept = _Kept(cache, seqs[:, :cols].cpu(), torch.cat([mask, gen_mask], dim=1), rows,
+                           self._weights_version())
+
+    def _weights_version(self) -> int:
+        # Every in-place update (optimizer step, LoRA merge, loading weights) bumps a
+        # tensor's version counter: a changed sum means the kept cache is stale.
+        return sum(p._version for p in self.policy.model.parameters())
+
+    def _continue(self, prompts, pad: int):
+        """Ids, mask and cache to continue the kept rows, or None when a prompt extends none."""
+        kept = self._kept
+        assert kept is not None
+        if kept.weights != self._weights_version():
+            return None
+        pick, rest = [], []
+        for p in prompts:
+            p = tuple(p)
+            best = -1
+            for j, row in enumerate(kept.rows):
+                n = len(row)
+                if n < len(p) and (best < 0 or n > len(kept.rows[best])) and p[:n] == row:
+                    best = j
+            if best < 0:
+                return None
+            pick.append(best)
+            rest.append(p[len(kept.rows[best]):])
+        self.reused_tokens += sum(len(kept.rows[j]) for j in pick)
+        index = torch.tensor(pick, dtype=torch.long)
+        cache = kept.cache
+        cache.batch_select_indices(index.to(self.policy.device))
+        new_ids, new_mask = pad_batch(rest, pad)
+        return (torch.cat([kept.ids[index], new_ids], dim=1),
+                torch.cat([kept.mask[index], new_mask], dim=1), cache)
 
     def _finish(self, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
         tok = self.tokenizer

@@ -64,30 +64,34 @@ class MultiTurnRollout:
             trajs.append(t)
         active = list(range(len(envs)))
         turn = 0
-        while active:
-            stop = sorted({s for i in active for s in envs[i].stop_sequences})
-            t0 = time.perf_counter()
-            gens = self.engine.generate([trajs[i].token_ids for i in active], stop=stop,
-                                        max_new_tokens=self.max_new_tokens, greedy=greedy)
-            stats.gen_time_s += time.perf_counter() - t0
-            stats.llm_calls += len(active)
-            still = []
-            for i, g in zip(active, gens, strict=True):
-                env, traj = envs[i], trajs[i]
-                traj.append_tokens(g.token_ids, policy=True, turn=turn)
-                stats.generated_tokens += len(g.token_ids)
+        self.engine.clear_cache()
+        try:
+            while active:
+                stop = sorted({s for i in active for s in envs[i].stop_sequences})
                 t0 = time.perf_counter()
-                r = env.step(g.text)
-                stats.env_time_s += time.perf_counter() - t0
-                traj.turns[-1].n_generated_tokens = len(g.token_ids)
-                stats.kb_calls += r.info.get("kb_calls", 0)
-                stats.invalid_calls += int(bool(r.info.get("error")) and not r.done)
-                if not r.done:
-                    obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
-                    traj.append_tokens(obs, policy=False, turn=turn)
-                    still.append(i)
-            active = still
-            turn += 1
+                gens = self.engine.generate([trajs[i].token_ids for i in active], stop=stop,
+                                            max_new_tokens=self.max_new_tokens, greedy=greedy)
+                stats.gen_time_s += time.perf_counter() - t0
+                stats.llm_calls += len(active)
+                still = []
+                for i, g in zip(active, gens, strict=True):
+                    env, traj = envs[i], trajs[i]
+                    traj.append_tokens(g.token_ids, policy=True, turn=turn)
+                    stats.generated_tokens += len(g.token_ids)
+                    t0 = time.perf_counter()
+                    r = env.step(g.text)
+                    stats.env_time_s += time.perf_counter() - t0
+                    traj.turns[-1].n_generated_tokens = len(g.token_ids)
+                    stats.kb_calls += r.info.get("kb_calls", 0)
+                    stats.invalid_calls += int(bool(r.info.get("error")) and not r.done)
+                    if not r.done:
+                        obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
+                        traj.append_tokens(obs, policy=False, turn=turn)
+                        still.append(i)
+                active = still
+                turn += 1
+        finally:
+            self.engine.clear_cache()  # the kept KV cache is large and tied to these weights
         stats.turns = sum(len(t.turns) for t in trajs)
         for t in trajs:
             t.check_token_fields()

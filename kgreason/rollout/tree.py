@@ -182,39 +182,43 @@ class TreeRollout:
             tree = Tree(sample=s, prompt=prompt, nodes=[root], kb=cache)
             trees.append(tree)
             active.append((tree, root))
-        for depth in range(1, self.max_depth + 1):
-            if not active:
-                break
-            prompts, owners = [], []
-            for tree, node in active:
-                ctx = node.context_ids + node.gen_ids + node.obs_ids
-                for _ in range(self.k):
-                    prompts.append(ctx)
-                    owners.append((tree, node))
-            stop = sorted({s for _, n in active for s in (n.env.stop_sequences if n.env else ())})
-            t0 = time.perf_counter()
-            gens = self.engine.generate(prompts, stop=stop, max_new_tokens=self.max_new_tokens, greedy=greedy)
-            stats.gen_time_s += time.perf_counter() - t0
-            stats.llm_calls += len(prompts)
-            stats.expansions += len(active)
-            by_parent: dict[int, list[Any]] = {}
-            for (tree, node), ctx, g in zip(owners, prompts, gens, strict=True):
-                by_parent.setdefault(id(node), [tree, node, ctx, []])[3].append(g)
-            nxt: list[tuple[Tree, TreeNode]] = []
-            for tree, parent, ctx, group in by_parent.values():
-                nxt.extend(self._expand(tree, parent, ctx, group, depth, stats))
-                parent.env = None if parent.parent is not None else parent.env  # free forks
-            if self.max_active is not None:
-                per_tree: Counter = Counter()
-                capped = []
-                for tree, node in nxt:
-                    per_tree[id(tree)] += 1
-                    if per_tree[id(tree)] <= self.max_active:
-                        capped.append((tree, node))
-                    else:
-                        node.finished = True
-                nxt = capped
-            active = nxt
+        self.engine.clear_cache()
+        try:
+            for depth in range(1, self.max_depth + 1):
+                if not active:
+                    break
+                prompts, owners = [], []
+                for tree, node in active:
+                    ctx = node.context_ids + node.gen_ids + node.obs_ids
+                    for _ in range(self.k):
+                        prompts.append(ctx)
+                        owners.append((tree, node))
+                stop = sorted({s for _, n in active for s in (n.env.stop_sequences if n.env else ())})
+                t0 = time.perf_counter()
+                gens = self.engine.generate(prompts, stop=stop, max_new_tokens=self.max_new_tokens, greedy=greedy)
+                stats.gen_time_s += time.perf_counter() - t0
+                stats.llm_calls += len(prompts)
+                stats.expansions += len(active)
+                by_parent: dict[int, list[Any]] = {}
+                for (tree, node), ctx, g in zip(owners, prompts, gens, strict=True):
+                    by_parent.setdefault(id(node), [tree, node, ctx, []])[3].append(g)
+                nxt: list[tuple[Tree, TreeNode]] = []
+                for tree, parent, ctx, group in by_parent.values():
+                    nxt.extend(self._expand(tree, parent, ctx, group, depth, stats))
+                    parent.env = None if parent.parent is not None else parent.env  # free forks
+                if self.max_active is not None:
+                    per_tree: Counter = Counter()
+                    capped = []
+                    for tree, node in nxt:
+                        per_tree[id(tree)] += 1
+                        if per_tree[id(tree)] <= self.max_active:
+                            capped.append((tree, node))
+                        else:
+                            node.finished = True
+                    nxt = capped
+                active = nxt
+        finally:
+            self.engine.clear_cache()  # the kept KV cache is large and tied to these weights
         for cache in caches:
             stats.cache_hits += cache.hits
             stats.cache_misses += cache.misses

@@ -120,3 +120,43 @@ def test_real_smollm2_rollout(demo_oxigraph):
     text = trajs[0].turns[0].text
     assert len(text.split()) >= 3  # the instruct model writes words, not noise
     assert all(len(t.turns) <= 2 for t in trajs)
+
+
+def test_kept_cache_continues_rows_exactly(tiny):
+    # Turn 2 of three episodes: each prompt extends its own turn-1 row (and one extends
+    # row 0 twice, as a tree node's children do); reuse must decode what a cold start does.
+    ps = prompts(tiny, 3)
+    warm = HFEngine(tiny, reuse_cache=True)
+    first = warm.generate(ps, max_new_tokens=8, greedy=True)
+    obs = tiny.tokenizer(" observation text", add_special_tokens=False)["input_ids"]
+    nxt = [p + g.token_ids + obs * (i + 1) for i, (p, g) in enumerate(zip(ps, first, strict=True))]
+    nxt.append(nxt[0])
+    again = warm.generate(nxt, max_new_tokens=8, greedy=True)
+    assert warm.reused_tokens >= sum(len(p) for p in ps)
+    cold = HFEngine(tiny, reuse_cache=False).generate(nxt, max_new_tokens=8, greedy=True)
+    assert [g.token_ids for g in again] == [g.token_ids for g in cold]
+
+
+def test_kept_cache_is_dropped_when_weights_change(tiny):
+    eng = HFEngine(tiny, reuse_cache=True)
+    ps = prompts(tiny, 2)
+    first = eng.generate(ps, max_new_tokens=4, greedy=True)
+    opt = torch.optim.SGD([p for p in tiny.model.parameters() if p.requires_grad], lr=0.0)
+    loss = tiny.model(input_ids=torch.tensor([ps[0]])).logits.float().mean()
+    loss.backward()
+    opt.step()  # lr 0: same values, but an in-place update all the same
+    opt.zero_grad()
+    eng.generate([p + g.token_ids + [7] for p, g in zip(ps, first, strict=True)], max_new_tokens=4, greedy=True)
+    assert eng.reused_tokens == 0
+
+
+def test_rollout_with_kept_cache_equals_cold_rollout(tiny, demo_oxigraph):
+    samples = load_dataset("demo", split="dev")[:3]
+    runs = []
+    for reuse in (True, False):
+        eng = HFEngine(tiny, reuse_cache=reuse)
+        ro = MultiTurnRollout(eng, tiny.tokenizer, tiny.chat_ids, max_new_tokens=12)
+        trajs, _ = ro.run([make_env("kg_r1", demo_oxigraph, max_turns=3) for _ in samples], samples, greedy=True)
+        runs.append(([t.token_ids for t in trajs], eng.reused_tokens))
+    (warm, reused), (cold, none) = runs
+    assert warm == cold and reused > 0 and none == 0
