@@ -167,7 +167,12 @@ class Observation:
 
 @dataclass
 class Turn:
-    """One policy message and what came back for it."""
+    """One policy message and what came back for it.
+
+    The environment fills the text, actions, observation and KB fields; the rollout
+    fills ``n_generated_tokens`` and ``n_observation_tokens`` (the policy tokenizer's
+    counts) and ``gen_time_s`` (wall time of the batched generation that made the turn).
+    """
 
     text: str
     actions: list[Action] = field(default_factory=list)

@@ -56,10 +56,17 @@ class EpisodeState:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def remember(self, name: str, id_: str) -> None:
-        for key in (name, name.lower()):
-            ids = self.known.get(key)
+        known = self.known
+        ids = known.get(name)
+        if ids is None:
+            known[name] = [id_]
+        elif id_ not in ids:
+            ids.append(id_)
+        low = name.lower()
+        if low != name:  # a lower-case alias, so "paris" finds what "Paris" named
+            ids = known.get(low)
             if ids is None:
-                self.known[key] = [id_]
+                known[low] = [id_]
             elif id_ not in ids:
                 ids.append(id_)
 
@@ -162,37 +169,32 @@ class KGEnv:
             raise EnvError("step() called on a finished episode; call reset()")
         if not isinstance(policy_text, str):
             raise EnvError(f"step expects the policy's text, got {type(policy_text).__name__}")
-        self.state.turn += 1
+        state = self.state
+        state.turn += 1
         t0 = time.perf_counter()
         result = self._step(policy_text)
-        last = self.state.turn >= self.max_turns
-        if last and not result.done:
+        if state.turn >= self.max_turns and not result.done:
             # Forced final answer: the last turn executes no query.
             result = StepResult("", True, {**result.info, "error": result.info.get("error") or "NO_ANSWER",
                                              "forced": True})
+        info = result.info
         if result.done:
-            self.state.done = True
+            state.done = True
             result.observation = ""
-        elif self.state.turn + 1 >= self.max_turns:
+        elif state.turn + 1 >= self.max_turns:
             result.observation = result.observation.rstrip("\n") + "\n" + self.action_space.last_turn_note() + "\n\n"
-            result.info["last_turn_next"] = True
-        result.info["turn"] = self.state.turn
-        turn = Turn(
-            text=policy_text,
-            actions=result.info.get("actions", []),
-            observation=result.observation,
-            error=result.info.get("error"),
-            entities=result.info.get("entities", []),
-            relations=result.info.get("relations", []),
-            is_answer="answer_text" in result.info,
-            kb_calls=result.info.get("kb_calls", 0),
+            info["last_turn_next"] = True
+        info["turn"] = state.turn
+        get = info.get
+        self.trajectory.turns.append(Turn(
+            text=policy_text, actions=get("actions", []), observation=result.observation,
+            error=get("error"), entities=get("entities", []), relations=get("relations", []),
+            is_answer="answer_text" in info, kb_calls=get("kb_calls", 0),
             env_time_s=time.perf_counter() - t0,
-            n_observation_tokens=self.count_tokens(result.observation) if result.observation else 0,
-        )
-        self.trajectory.turns.append(turn)
+        ))
         if result.done:
-            self.trajectory.answer_text = result.info.get("answer_text")
-            self.trajectory.answer = result.info.get("answer", [])
+            self.trajectory.answer_text = get("answer_text")
+            self.trajectory.answer = get("answer", [])
         return result
 
     def fork(self) -> KGEnv:
@@ -238,17 +240,19 @@ class KGEnv:
             return StepResult(space.format_observation([obs]), False,
                               {"error": parsed.code, "actions": [], "kb_calls": 0})
         observations = [space.execute(a, self.state) for a in parsed]
-        # one pass over the observations: this runs on every turn (env overhead target)
-        errors: list[str] = []
-        entities: list[str] = []
-        relations: list[str] = []
-        kb_calls = 0
-        for o in observations:
-            if o.error:
-                errors.append(o.error)
-            entities += o.entities
-            relations += o.relations
-            kb_calls += o.kb_calls
+        # this runs on every turn (env overhead target): one action is the common case
+        if len(observations) == 1:
+            o = observations[0]
+            errors = [o.error] if o.error else []
+            entities, relations, kb_calls = list(o.entities), list(o.relations), o.kb_calls
+        else:
+            errors, entities, relations, kb_calls = [], [], [], 0
+            for o in observations:
+                if o.error:
+                    errors.append(o.error)
+                entities += o.entities
+                relations += o.relations
+                kb_calls += o.kb_calls
         return StepResult(
             space.format_observation(observations),
             False,

@@ -199,13 +199,13 @@ class KGR1ActionSpace(ActionSpace):
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:
-        if action.name not in FUNCTIONS:
+        arity = _ARITY.get(action.name)
+        if arity is None:
             return self._error(KG_SERVER_ERROR, f'Action "{action.name}" not available (use: '
                                "get_head_relations, get_tail_relations, get_head_entities, get_tail_entities)")
         if "missing_sample" in state.extra:
             return self._error(KG_SAMPLE_NOT_FOUND, f'Sample "{state.extra["missing_sample"]}" not found in KG')
-        args = [a for a in action.args if a != ""]
-        arity = _ARITY[action.name]
+        args = action.args if "" not in action.args else [a for a in action.args if a != ""]
         if len(args) < arity:
             return self._error(KG_FORMAT_ERROR, f"Missing required fields for {action.name}: "
                                + ("entity" if not args else "relation_name"))
@@ -284,12 +284,16 @@ class KGR1ActionSpace(ActionSpace):
             side = "tail" if tail else "head"
             return self._error(KG_NO_RESULTS, f'No {side} entities found for relation "{rel}" with {role} '
                                f'"{ent}" in knowledge graph', calls[0])
-        shown = [t.value for t in terms]
-        entity_ids = [t.value for t in terms if t.is_entity]
+        shown, entity_ids = [], []
+        for t in terms:  # one pass: this runs on every entity call (env overhead target)
+            shown.append(t.value)
+            if t.kind == "uri":
+                entity_ids.append(t.value)
         if kb.schema.ids_are_names:  # MetaQA-style KBs: an id is its name, nothing to look up
-            labels = list(shown)
+            labels = shown
+            remember = state.remember
             for v in shown:
-                state.remember(v, v)
+                remember(v, v)
         else:
             calls[0] += 1
             labels = self._labels(terms, kb.names(entity_ids), state)

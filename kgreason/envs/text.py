@@ -111,7 +111,9 @@ def truncate_items(items: Sequence[str], budget: int, count: TokenCounter = appr
     'a, b, … 2 more'
     """
     joined = sep.join(items)
-    if count(joined) <= budget:  # the common case: one count instead of one per item
+    # The estimate is at most max(words, chars/4) and words <= (chars+1)/2, so short
+    # text fits without splitting it into words.
+    if (count is approx_tokens and len(joined) < 2 * budget) or count(joined) <= budget:
         return joined
     out, used = [], 0
     for i, it in enumerate(items):

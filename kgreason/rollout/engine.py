@@ -83,6 +83,7 @@ class HFEngine(Engine):
         self.top_p = top_p
         self.top_k = top_k
         self.batch_size = batch_size
+        self._stops: dict[tuple[str, ...], Any] = {}
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -126,7 +127,7 @@ class HFEngine(Engine):
             self._kept = None  # its cache is consumed (extended in place) by this call
             out = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device),
-                max_new_tokens=max_new_tokens, stop_strings=list(stop) or None, tokenizer=tok,
+                max_new_tokens=max_new_tokens, stopping_criteria=self._stopping(stop),
                 pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True, **kw)
         model.train(was_training)
         width = ids.shape[1]
@@ -135,6 +136,22 @@ class HFEngine(Engine):
         if keep and out.past_key_values is not None:
             self._keep(out.past_key_values, seqs, mask, prompts, gens)
         return gens
+
+    def _stopping(self, stop: Sequence[str]) -> Any:
+        """Stop-string criteria, built once per set of stop strings.
+
+        transformers builds them on every ``generate(stop_strings=...)`` call and its own
+        cache misses for fast tokenizers (``get_vocab`` order varies), which costs ≈ 0.6 s
+        a call with SmolLM2's 49k-token vocabulary.
+        """
+        key = tuple(s for s in stop if s)
+        if not key:
+            return None
+        from transformers import StoppingCriteriaList, StopStringCriteria
+
+        if key not in self._stops:
+            self._stops[key] = StopStringCriteria(self.tokenizer, list(key))
+        return StoppingCriteriaList([self._stops[key]])
 
     def _shared_len(self, prompts) -> int:
         shared = common_prefix_len(prompts) if len(prompts) > 1 and self.share_prefix else 0

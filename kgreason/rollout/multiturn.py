@@ -71,7 +71,8 @@ class MultiTurnRollout:
                 t0 = time.perf_counter()
                 gens = self.engine.generate([trajs[i].token_ids for i in active], stop=stop,
                                             max_new_tokens=self.max_new_tokens, greedy=greedy)
-                stats.gen_time_s += time.perf_counter() - t0
+                gen_s = time.perf_counter() - t0
+                stats.gen_time_s += gen_s
                 stats.llm_calls += len(active)
                 still = []
                 for i, g in zip(active, gens, strict=True):
@@ -82,11 +83,13 @@ class MultiTurnRollout:
                     r = env.step(g.text)
                     stats.env_time_s += time.perf_counter() - t0
                     traj.turns[-1].n_generated_tokens = len(g.token_ids)
+                    traj.turns[-1].gen_time_s = gen_s
                     stats.kb_calls += r.info.get("kb_calls", 0)
                     stats.invalid_calls += int(bool(r.info.get("error")) and not r.done)
                     if not r.done:
                         obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
                         traj.append_tokens(obs, policy=False, turn=turn)
+                        traj.turns[-1].n_observation_tokens = len(obs)
                         still.append(i)
                 active = still
                 turn += 1

@@ -196,7 +196,8 @@ class TreeRollout:
                 stop = sorted({s for _, n in active for s in (n.env.stop_sequences if n.env else ())})
                 t0 = time.perf_counter()
                 gens = self.engine.generate(prompts, stop=stop, max_new_tokens=self.max_new_tokens, greedy=greedy)
-                stats.gen_time_s += time.perf_counter() - t0
+                gen_s = time.perf_counter() - t0
+                stats.gen_time_s += gen_s
                 stats.llm_calls += len(prompts)
                 stats.expansions += len(active)
                 by_parent: dict[int, list[Any]] = {}
@@ -204,7 +205,7 @@ class TreeRollout:
                     by_parent.setdefault(id(node), [tree, node, ctx, []])[3].append(g)
                 nxt: list[tuple[Tree, TreeNode]] = []
                 for tree, parent, ctx, group in by_parent.values():
-                    nxt.extend(self._expand(tree, parent, ctx, group, depth, stats))
+                    nxt.extend(self._expand(tree, parent, ctx, group, depth, stats, gen_s))
                     parent.env = None if parent.parent is not None else parent.env  # free forks
                 if self.max_active is not None:
                     per_tree: Counter = Counter()
@@ -225,7 +226,7 @@ class TreeRollout:
         return trees, stats
 
     def _expand(self, tree: Tree, parent: TreeNode, ctx: list[int], gens, depth: int,
-                stats: TreeStats) -> list[tuple[Tree, TreeNode]]:
+                stats: TreeStats, gen_s: float = 0.0) -> list[tuple[Tree, TreeNode]]:
         seen: set[str] = set()
         active = []
         d = stats.by_depth.setdefault(depth, Counter())
@@ -263,6 +264,10 @@ class TreeRollout:
                             gen_ids=list(g.token_ids), context_ids=ctx, observation=r.observation,
                             obs_ids=self._tok(r.observation), kind=kind, error=error, result_key=key,
                             payloads=payloads, env=env)
+            if env.trajectory is not None and env.trajectory.turns:
+                last = env.trajectory.turns[-1]
+                last.n_generated_tokens, last.n_observation_tokens = len(g.token_ids), len(node.obs_ids)
+                last.gen_time_s = gen_s
             tree.nodes.append(node)
             parent.children.append(node.id)
             stats.kept += 1

@@ -61,6 +61,19 @@ def test_stop_strings_cut_the_output(tiny):
     assert any(g.finish == "stop" for g in gens)
 
 
+def test_stop_criteria_are_reused_and_keyed_by_their_strings(tiny):
+    eng = HFEngine(tiny)
+    assert eng._stopping(("e", "a"))[0] is eng._stopping(["e", "a"])[0]
+    assert eng._stopping(()) is None
+    torch.manual_seed(0)
+    for stops in (["e", "a"], ["x", "y"], ["e", "a"]):  # a cached criterion never leaks into another call
+        for g in eng.generate(prompts(tiny, 4), stop=stops, max_new_tokens=30):
+            # a row that stopped early did so on one of this call's strings or on EOS
+            assert (g.finish == "stop" and g.text.endswith(tuple(stops))) or \
+                (g.finish == "eos" and g.token_ids[-1] == tiny.tokenizer.eos_token_id) or \
+                (g.finish == "length" and len(g.token_ids) == 30)
+
+
 def test_rollout_token_bookkeeping(tiny, demo_oxigraph):
     samples = load_dataset("demo", split="dev")[:4]
     envs = [make_env("kg_r1", demo_oxigraph, max_turns=3) for _ in samples]
@@ -80,6 +93,8 @@ def test_rollout_token_bookkeeping(tiny, demo_oxigraph):
             assert len(ids) == turn.n_generated_tokens
             obs = [i for i, m, ti in zip(t.token_ids, t.loss_mask, t.turn_index, strict=True) if not m and ti == k]
             assert tiny.tokenizer.decode(obs) == turn.observation
+            assert len(obs) == turn.n_observation_tokens
+            assert turn.gen_time_s > 0
 
 
 class ScriptedEngine(Engine):
