@@ -57,6 +57,7 @@ def build_policy(model_cfg: DictConfig, checkpoint: str | None) -> CausalLMPolic
         policy = CausalLMPolicy.tiny(lora=lora)
     else:
         policy = CausalLMPolicy.from_pretrained(model_cfg.name, lora=lora, bf16=model_cfg.bf16)
+        log.info("model %s, %s (bf16=%s)", model_cfg.name, "bf16" if policy.bf16 else "float32", model_cfg.bf16)
     if checkpoint:
         policy.load_checkpoint_state(torch.load(checkpoint, map_location="cpu"))
         log.info("loaded policy weights from %s", checkpoint)

@@ -54,7 +54,7 @@ class _Kept:
 
 
 class HFEngine(Engine):
-    """``model.generate`` on a left-padded batch with stop strings, under bf16 autocast.
+    """``model.generate`` on a left-padded batch with stop strings, under the policy's autocast.
 
     Args:
         policy: a :class:`~kgreason.models.CausalLMPolicy`.

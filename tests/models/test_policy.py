@@ -51,7 +51,7 @@ def test_full_finetune_reference_is_a_frozen_copy(tiny):
 
 
 def test_real_smollm2_lora_keeps_bf16_base_and_fp32_adapters():
-    pol = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=4, alpha=8))
+    pol = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=4, alpha=8), bf16=True)
     trainable = {p.dtype for p in pol.parameters()}
     frozen = {p.dtype for p in pol.model.parameters() if not p.requires_grad}
     assert trainable == {torch.float32} and frozen == {torch.bfloat16}

@@ -1,0 +1,56 @@
+"""Choosing bf16 or float32 for the hardware the run lands on.
+
+bf16 only pays where the hardware multiplies bf16 natively: CUDA GPUs with bf16 support,
+and x86 CPUs with AMX tiles (Sapphire Rapids and later). CPUs with AVX512-BF16 but no AMX
+convert to bf16 and still run its matrix products at about half the float32 rate — on
+such a host SmolLM2's SFT step took 6.00 s in bf16 vs 4.38 s in float32, while on an AMX
+host bf16 was 2–4× faster (``experiments/benchmarks/sft_step.py``, docs/benchmarks.md).
+A fixed default is therefore wrong on one of the two; ``"auto"`` asks the hardware.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: what a ``bf16`` setting may be: a fixed choice or ``"auto"`` (the default)
+Bf16Setting = bool | str | None
+
+
+def bf16_is_fast(device: torch.device | str = "cpu") -> bool:
+    """Whether bf16 matrix products run natively (faster than float32) on ``device``.
+
+    >>> isinstance(bf16_is_fast("cpu"), bool)
+    True
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+        return bool(probe and probe())
+    return False
+
+
+def resolve_bf16(setting: Bf16Setting, device: torch.device | str = "cpu") -> bool:
+    """Turn a ``bf16`` setting into a decision: ``True``/``False`` are kept, ``"auto"`` or
+    ``None`` become :func:`bf16_is_fast`.
+
+    >>> resolve_bf16(False), resolve_bf16("true")
+    (False, True)
+    >>> resolve_bf16("auto") == bf16_is_fast()
+    True
+    >>> resolve_bf16("fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: bf16 must be true, false or 'auto', got 'fast'
+    """
+    if isinstance(setting, bool):
+        return setting
+    if setting is None or str(setting).lower() == "auto":
+        return bf16_is_fast(device)
+    text = str(setting).lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"bf16 must be true, false or 'auto', got {setting!r}")

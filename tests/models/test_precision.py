@@ -1,0 +1,26 @@
+import pytest
+import torch
+
+from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast, resolve_bf16
+
+
+def test_auto_follows_the_hardware_probe(monkeypatch):
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    assert bf16_is_fast("cpu") and resolve_bf16("auto") and resolve_bf16(None)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert not bf16_is_fast("cpu") and not resolve_bf16("auto")
+    assert resolve_bf16(True) and resolve_bf16("True")  # an explicit choice wins
+
+
+def test_unknown_setting_is_refused():
+    with pytest.raises(ValueError, match="bf16 must be"):
+        resolve_bf16("half")
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_auto_policy_stores_base_weights_in_the_chosen_dtype(monkeypatch, amx):
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    pol = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=4, alpha=8))
+    frozen = {p.dtype for p in pol.model.parameters() if not p.requires_grad}
+    assert pol.bf16 is amx
+    assert frozen == {torch.bfloat16 if amx else torch.float32}
