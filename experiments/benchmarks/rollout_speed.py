@@ -1,12 +1,16 @@
 """Lock-step multi-turn rollout vs the same trajectories one at a time, same engine.
 
-    python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group]
+    python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group] [--bf16 auto|true|false]
 
 Both sides run the same questions with the same engine and limits; prints generated
 tokens per second of each and their ratio, measured side by side in one run. By default
 the trajectories are ``n`` different dev questions decoded greedily; ``--group`` runs the
 training-time shape instead: ``n`` sampled rollouts of one question (a GRPO group), whose
 token counts differ between the sides, so only tokens/s are compared.
+
+A last line gives the ceiling any lock-step rollout can reach with this model on this
+host: bare ``model.generate`` on the same first-turn prompts, exactly ``tokens`` new tokens
+per row, all rows at once vs one at a time (no env, no stop strings, no early stops).
 """
 
 from __future__ import annotations
@@ -22,6 +26,26 @@ from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine, MultiTurnRollout
 
 
+def bare_generate_ratio(policy: CausalLMPolicy, prompts: list[list[int]], tokens: int) -> float:
+    """Tokens/s of one left-padded ``generate`` over all prompts / the prompts one by one."""
+    pad = policy.tokenizer.pad_token_id
+
+    def gen(rows: list[list[int]]) -> float:
+        width = max(map(len, rows))
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        t0 = time.perf_counter()
+        with torch.no_grad(), policy.autocast():
+            policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=tokens,
+                                  min_new_tokens=tokens, do_sample=False, pad_token_id=pad)
+        return time.perf_counter() - t0
+
+    gen(prompts[:1])  # warm-up
+    t_all = gen(prompts)
+    t_one = sum(gen([p]) for p in prompts)
+    return t_one / t_all
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="smollm2", choices=["smollm2", "tiny"])
@@ -29,9 +53,10 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--group", action="store_true", help="n sampled rollouts of one question")
+    ap.add_argument("--bf16", default="auto", help="auto (bf16 only on AMX CPUs / GPUs), true or false")
     args = ap.parse_args()
     torch.manual_seed(0)
-    policy = CausalLMPolicy.tiny() if args.model == "tiny" else CausalLMPolicy.from_pretrained()
+    policy = CausalLMPolicy.tiny() if args.model == "tiny" else CausalLMPolicy.from_pretrained(bf16=args.bf16)
     kb = load_demo_kb()
     dev = load_dataset("demo", split="dev")
     samples = [dev[0]] * args.n if args.group else dev[: args.n]
@@ -52,12 +77,15 @@ def main() -> int:
         seq_tokens += st.generated_tokens
     t_seq = time.perf_counter() - t0
     a, b = batched.generated_tokens / t_batched, seq_tokens / t_seq
+    ceiling = bare_generate_ratio(policy, [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in samples],
+                                  args.tokens)
     shape = "sampled rollouts of one question" if args.group else "questions, greedy"
-    print(f"model={args.model}, {len(samples)} {shape}, H={args.turns}, {args.tokens} new tokens/turn")
+    print(f"model={args.model} ({'bf16' if policy.bf16 else 'float32'}), {len(samples)} {shape}, H={args.turns}, {args.tokens} new tokens/turn")
     print("| rollout | generated tokens | seconds | tokens/s |\n|---|---|---|---|")
     print(f"| lock-step batch | {batched.generated_tokens} | {t_batched:.1f} | {a:.1f} |")
     print(f"| one at a time | {seq_tokens} | {t_seq:.1f} | {b:.1f} |")
     print(f"ratio (lock-step / sequential): {a / b:.2f}x")
+    print(f"ceiling (bare generate, {len(samples)} rows at once / one at a time): {ceiling:.2f}x")
     return 0
 
 

@@ -1,10 +1,13 @@
-"""SFT step time of SmolLM2 + LoRA: prompt projection skipped or not, all layers or the top ones.
+"""SFT step time of SmolLM2 + LoRA: prompt projection skipped or not, all layers or the
+top ones, bf16 or float32.
 
     python experiments/benchmarks/sft_step.py [--batch 4] [--repeats 3] [--top-layers 12]
 
 One batch of KG-R1 oracle trajectories from the demo train split; each configuration
 runs ``repeats`` forward+backward+step passes after one warm-up; prints the median
 seconds per step and the speed-up over the baseline, measured side by side in one run.
+The last row repeats the fastest configuration in the other precision, so one run shows
+whether bf16 pays on this host (``bf16: auto`` decides it from the CPU's AMX support).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import torch
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
-from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast
 from kgreason.models.policy import first_loss_position
 from kgreason.training import collate, oracle_sft_trajectories
 
@@ -48,20 +51,22 @@ def main() -> int:
     torch.manual_seed(0)
     kb = load_demo_kb()
     make = functools.partial(make_env, "kg_r1", kb, max_turns=4)
+    auto = bf16_is_fast()
     rows = []
-    for top in (None, args.top_layers):
-        policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top))
+    configs = [(None, False, auto), (None, True, auto), (args.top_layers, False, auto),
+               (args.top_layers, True, auto), (args.top_layers, True, not auto)]
+    for top, skip, bf16 in configs:
+        policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=bf16)
         trajs = oracle_sft_trajectories(load_dataset("demo", split="train")[:40], make, policy.chat_ids,
                                         policy.tokenizer)
         batch = collate(trajs[: args.batch], policy.tokenizer.pad_token_id, 1024)
-        for skip in (False, True):
-            rows.append((top, skip, step_time(policy, batch, skip, args.repeats), tuple(batch["input_ids"].shape)))
-    base = rows[0][2]
-    print(f"SmolLM2-135M + LoRA r16, bf16 base; batch {rows[0][3]}\n")
-    print("| LoRA layers | prompt projection | s/step | speed-up |\n|---|---|---|---|")
-    for top, skip, t, _ in rows:
+        rows.append((top, skip, bf16, step_time(policy, batch, skip, args.repeats), tuple(batch["input_ids"].shape)))
+    base = rows[0][3]
+    print(f"SmolLM2-135M + LoRA r16; batch {rows[0][4]}; bf16 auto on this host: {auto}\n")
+    print("| LoRA layers | prompt projection | precision | s/step | speed-up |\n|---|---|---|---|---|")
+    for top, skip, bf16, t, _ in rows:
         print(f"| {'all 30' if top is None else f'top {top}'} | {'skipped' if skip else 'computed'} | "
-              f"{t:.2f} | {base / t:.2f}x |")
+              f"{'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
     return 0
 
 

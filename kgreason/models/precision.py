@@ -3,8 +3,8 @@
 bf16 only pays where the hardware multiplies bf16 natively: CUDA GPUs with bf16 support,
 and x86 CPUs with AMX tiles (Sapphire Rapids and later). CPUs with AVX512-BF16 but no AMX
 convert to bf16 and still run its matrix products at about half the float32 rate — on
-such a host SmolLM2's SFT step took 6.00 s in bf16 vs 4.38 s in float32, while on an AMX
-host bf16 was 2–4× faster (``experiments/benchmarks/sft_step.py``, docs/benchmarks.md).
+such a host SmolLM2's LoRA SFT step took 4.89 s in bf16 vs 2.83 s in float32, while on an
+AMX host bf16 was 2–4× faster (``experiments/benchmarks/sft_step.py``, docs/benchmarks.md).
 A fixed default is therefore wrong on one of the two; ``"auto"`` asks the hardware.
 """
 
