@@ -50,13 +50,35 @@ class EpisodeState:
     kb: KnowledgeBase
     turn: int = 0
     done: bool = False
-    #: names the agent has seen (topic entities, observations) → KB ids
-    known: dict[str, list[str]] = field(default_factory=dict)
     issued: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)
+    _known: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    #: self-named ids shown but not yet indexed (see :meth:`remember_self_named`)
+    _pending: list[tuple[str, ...]] = field(default_factory=list, repr=False)
+
+    @property
+    def known(self) -> dict[str, list[str]]:
+        """Names the agent has seen (topic entities, observations) → KB ids."""
+        if self._pending:
+            self._flush()
+        return self._known
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for values in pending:
+            for v in values:
+                self.remember(v, v)
+
+    def remember_self_named(self, values: tuple[str, ...]) -> None:
+        """Remember ids that are their own names (MetaQA-style KBs), indexed when
+        :attr:`known` is next read: most results are never named back, and a step then
+        pays one append instead of two dict updates per entity."""
+        self._pending.append(values)
 
     def remember(self, name: str, id_: str) -> None:
-        known = self.known
+        if self._pending:  # keep the order in which names were seen
+            self._flush()
+        known = self._known
         ids = known.get(name)
         if ids is None:
             known[name] = [id_]

@@ -291,9 +291,7 @@ class KGR1ActionSpace(ActionSpace):
                 entity_ids.append(t.value)
         if kb.schema.ids_are_names:  # MetaQA-style KBs: an id is its name, nothing to look up
             labels = shown
-            remember = state.remember
-            for v in shown:
-                remember(v, v)
+            state.remember_self_named(tuple(shown))
         else:
             calls[0] += 1
             labels = self._labels(terms, kb.names(entity_ids), state)

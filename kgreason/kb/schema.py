@@ -22,12 +22,13 @@ FREEBASE_NS = "http://rdf.freebase.com/ns/"
 # non-ASCII letters and digits stay readable; everything else, '%' included (so that the
 # encoding is reversible), is percent-encoded. Anything looser lets strings like '[' or
 # '##' through, which are not valid in an IRI path.
-_SAFE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]")
 _SAFE_RUN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
+_NOT_ASCII_SAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/]")
 
 
-def _safe_char(ch: str) -> bool:
-    return bool(_SAFE.fullmatch(ch)) or (ord(ch) > 127 and ch.isalnum())
+def _encode_char(m: re.Match) -> str:
+    ch = m.group()
+    return ch if ord(ch) > 127 and ch.isalnum() else quote(ch, safe="")
 
 
 def encode_iri_part(s: str) -> str:
@@ -38,9 +39,11 @@ def encode_iri_part(s: str) -> str:
     >>> encode_iri_part("Zürich [film]")
     'Zürich%20%5Bfilm%5D'
     """
-    if _SAFE_RUN.fullmatch(s) or all(_safe_char(c) for c in s):
+    if _SAFE_RUN.fullmatch(s):
         return s
-    return "".join(c if _safe_char(c) else quote(c, safe="") for c in s)
+    # one regex pass over the characters outside the ASCII allow-list (a per-character
+    # check cost ≈ 8 µs for a name with a space, a sixth of a MetaQA tails() call)
+    return _NOT_ASCII_SAFE.sub(_encode_char, s)
 
 
 _IRIREF_FORBIDDEN = re.compile(r'[<>"{}|^`\\\x00-\x20]')

@@ -233,3 +233,27 @@ def test_one_pass_parse_agrees_with_the_general_parser(call):
     (action,) = KGR1ActionSpace().parse(f"<kg-query>{call}</kg-query>")
     assert action.name == ALIASES.get(name, name)
     assert action.args == split_args(m.group(2))
+
+
+@pytest.mark.parametrize("backend", ["oxigraph", "triplestore"])
+def test_self_named_results_become_known_names_lazily(tmp_path, backend):
+    from kgreason.kb import load_metaqa_kb
+
+    (tmp_path / "kb.txt").write_text("Inception|directed_by|Christopher Nolan\n"
+                                     "Inception|directed_by|Emma Thomas\n"
+                                     "Christopher Nolan|directed_by|Nobody\n"
+                                     "Memento|directed_by|Christopher Nolan\n")
+    kb = load_metaqa_kb(tmp_path / "kb.txt", backend=backend)
+    env = make_env("kg_r1", kb, max_turns=6)
+    env.reset(KBQASample(id="m", question="Who directed Inception?", topic_entities=[Entity("Inception", "Inception")]))
+    env.step(q('get_tail_entities("Inception", "directed_by")'))
+    env.step(q('get_head_entities("Christopher Nolan", "directed_by")'))
+    twin = env.fork()
+    # names shown in observations resolve, also lower-cased, without a KB look-up
+    r = env.step(q('get_tail_relations("emma thomas")'))
+    assert r.info["error"] == KG_NO_RESULTS and r.info["kb_calls"] == 1
+    assert env.state.known["christopher nolan"] == ["Christopher Nolan"]
+    assert list(env.state.known) == ["Inception", "inception", "Christopher Nolan", "christopher nolan",
+                                     "Emma Thomas", "emma thomas", "Memento", "memento"]
+    assert "memento" in twin.state.known  # a fork carries what was shown before it
+    assert env.step("<answer>emma thomas</answer>").info["answer"] == [Entity("Emma Thomas", "emma thomas")]

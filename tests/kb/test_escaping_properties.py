@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import string
+from urllib.parse import unquote
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgreason.kb import FREEBASE, OxigraphKB, check_read_only
-from kgreason.kb.schema import sparql_string
+from kgreason.kb.schema import encode_iri_part, sparql_string
 from kgreason.types import Term
 
 # Everything but surrogates and NUL, which RDF terms cannot hold.
@@ -37,3 +41,15 @@ def test_any_string_literal_round_trips_through_the_engine(s):
     rows = KB.select(f"SELECT ?v WHERE {{ BIND({sparql_string(s)} AS ?v) }}")
     assert rows == [{"v": Term.literal(s)}]
     assert KB.lookup(s) == []
+
+
+ASCII_SAFE = set(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/")
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_iri_encoding_keeps_exactly_the_allow_list_readable(s):
+    out = encode_iri_part(s)
+    assert unquote(out) == s
+    kept = re.sub(r"%[0-9A-F]{2}", "", out)
+    assert kept == "".join(c for c in s if c in ASCII_SAFE or (ord(c) > 127 and c.isalnum()))
