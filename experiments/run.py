@@ -83,7 +83,8 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
     gold logical forms (ISP/DTPO, appendix E.2)."""
     pool = sample_subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
     if cfg.sft == "oracle":
-        oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations)
+        oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations,
+                            probe_tail_first=cfg.trainer.oracle_probe_tail_first)
         trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
     elif cfg.sft == "decomposed":
         trajs = isp_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)

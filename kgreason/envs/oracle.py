@@ -32,11 +32,18 @@ class PathOracle:
             entity, then pick the gold one from the list — the KG-R1 way of finding a
             relation, and the one a small model can learn (it copies a listed name
             instead of recalling one).
+        probe_tail_first: with ``list_relations``, a backward hop first lists the entity's
+            tail relations, sees that the relation is not there (or that there are none),
+            then lists its head relations. A small model cannot tell from a name whether
+            an entity is the subject or the object of the relation it needs (an actor in
+            MetaQA is only ever an object); this shows it how to recover from the wrong
+            guess instead of answering after an empty list.
     """
 
     exclude_topic: bool = True
     by_name: bool = True
     list_relations: bool = False
+    probe_tail_first: bool = False
 
     def messages(self, env: KGEnv, sample: KBQASample) -> Trajectory:
         """Play one episode on ``env``; returns its trajectory (answer resolved)."""
@@ -57,7 +64,21 @@ class PathOracle:
                 arg = labels.get(e, e)
                 if not self.by_name or arg != e and kb.lookup(arg) != [e]:
                     arg = e
-                if self.list_relations and j == 0:
+                if self.list_relations and j == 0 and backward and self.probe_tail_first:
+                    name = labels.get(e, e)
+                    r = env.step(f"<think>I need the relations of {name}.</think>\n"
+                                 f"<kg-query>get_tail_relations(\"{arg}\")</kg-query>")
+                    if r.done:
+                        assert env.trajectory is not None
+                        return env.trajectory
+                    why = (f"{name} is the object of the relation I need, not its subject"
+                           if r.info.get("error") is None else f"There are none: {name} must be an object")
+                    r = env.step(f"<think>{why}, so I list its head relations.</think>\n"
+                                 f"<kg-query>get_head_relations(\"{arg}\")</kg-query>")
+                    if r.done:
+                        assert env.trajectory is not None
+                        return env.trajectory
+                elif self.list_relations and j == 0:
                     lister = "get_head_relations" if backward else "get_tail_relations"
                     r = env.step(f"<think>I need the relations of {labels.get(e, e)}.</think>\n"
                                  f"<kg-query>{lister}(\"{arg}\")</kg-query>")

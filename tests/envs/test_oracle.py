@@ -54,3 +54,23 @@ def test_listing_oracle_picks_each_relation_from_a_listed_set(demo_oxigraph):
         for listing, hop in zip(listings, q.relation_path, strict=True):
             assert hop.lstrip("~") in listing.observation  # the followed relation was on the list
         assert "step" not in " ".join(t.text for t in traj.turns)  # no hop count announced up front
+
+
+def test_probe_tail_first_shows_the_recovery_from_the_wrong_direction(metaqa_kb, demo_oxigraph):
+    oracle = PathOracle(list_relations=True, probe_tail_first=True)
+    env = make_env("kg_r1", metaqa_kb, max_turns=5)
+    actor = next(s for s in load_dataset("metaqa", shared("metaqa"), hops=1)
+                 if s.meta.get("qtype") == "actor_to_movie" and f1(PathOracle().messages(env, s).answer, s.answers) == 1)
+    traj = oracle.messages(env, actor)
+    calls = [t.text.split("<kg-query>")[-1].split("(")[0] for t in traj.turns[:3]]
+    assert calls == ["get_tail_relations", "get_head_relations", "get_head_entities"]
+    assert traj.turns[0].error == "KG_NO_RESULTS" and "must be an object" in traj.turns[1].text
+    assert f1(traj.answer, actor.answers) == 1.0 and len(traj.turns) == 4
+    # forward hops are unchanged; demo backward hops still reach the answer
+    demo = make_env("kg_r1", demo_oxigraph, max_turns=50)
+    qs = [q for q in load_dataset("demo", split="all") if expressible(q)]
+    back = [q for q in qs if any(r.startswith("~") for r in q.relation_path)][:40]
+    fwd = next(q for q in qs if not any(r.startswith("~") for r in q.relation_path))
+    assert back and all(f1(oracle.messages(demo, q).answer, q.answers) == 1.0 for q in back)
+    plain = PathOracle(list_relations=True).messages(demo, fwd)
+    assert [t.text for t in oracle.messages(demo, fwd).turns] == [t.text for t in plain.turns]
