@@ -214,6 +214,10 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             reports["sft"] = run_eval(rollout, make, dev, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:
+        if cfg.stage == "rl" and cfg.checkpoint:
+            # as after SFT in stage=all: the checkpoint's weights become RL's reference
+            # (otherwise the KL term pulls toward the pre-SFT model)
+            policy.merge_lora()
         module = rl_module(cfg, policy, make, out)
         ckpt = L.pytorch.callbacks.ModelCheckpoint(
             dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.trainer.checkpoint_every)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +44,16 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     steps = {json.loads(line)["step"] for line in (rs / "trajectories.jsonl").read_text().splitlines()}
     assert steps == {2}  # iterations 0 and 1 were restored, only the third ran
+
+    # RL from the SFT weights alone: they become the reference, as after SFT in stage=all
+    rl = tmp_path / "rl_from_sft"
+    p = run("method=kg_r1", "preset=smoke", "stage=rl", "trainer.rl_iterations=1",
+            f"checkpoint={out / 'checkpoints' / 'policy_sft.pt'}", f"hydra.run.dir={rl}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    sft = torch.load(out / "checkpoints" / "policy_sft.pt")["adapters"]
+    stack = torch.load(rl / "checkpoints" / "policy.pt")["adapters"]
+    assert len(sft) == 1 and len(stack) == 2  # SFT folded in, RL trained fresh adapters
+    assert all(torch.equal(v, stack[0][k]) for k, v in sft[0].items())
 
 
 def test_multirun_ablation_over_the_reward_group(tmp_path):
