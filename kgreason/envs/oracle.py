@@ -64,24 +64,19 @@ class PathOracle:
                 arg = labels.get(e, e)
                 if not self.by_name or arg != e and kb.lookup(arg) != [e]:
                     arg = e
-                if self.list_relations and j == 0 and backward and self.probe_tail_first:
+                if self.list_relations and j == 0:
                     name = labels.get(e, e)
-                    r = env.step(f"<think>I need the relations of {name}.</think>\n"
-                                 f"<kg-query>get_tail_relations(\"{arg}\")</kg-query>")
-                    if r.done:
-                        assert env.trajectory is not None
-                        return env.trajectory
-                    why = (f"{name} is the object of the relation I need, not its subject"
-                           if r.info.get("error") is None else f"There are none: {name} must be an object")
-                    r = env.step(f"<think>{why}, so I list its head relations.</think>\n"
-                                 f"<kg-query>get_head_relations(\"{arg}\")</kg-query>")
-                    if r.done:
-                        assert env.trajectory is not None
-                        return env.trajectory
-                elif self.list_relations and j == 0:
+                    think = f"I need the relations of {name}."
+                    if backward and self.probe_tail_first:
+                        r = env.step(f"<think>{think}</think>\n<kg-query>get_tail_relations(\"{arg}\")</kg-query>")
+                        if r.done:
+                            assert env.trajectory is not None
+                            return env.trajectory
+                        why = (f"{name} is the object of the relation I need, not its subject"
+                               if r.info.get("error") is None else f"There are none: {name} must be an object")
+                        think = f"{why}, so I list its head relations."
                     lister = "get_head_relations" if backward else "get_tail_relations"
-                    r = env.step(f"<think>I need the relations of {labels.get(e, e)}.</think>\n"
-                                 f"<kg-query>{lister}(\"{arg}\")</kg-query>")
+                    r = env.step(f"<think>{think}</think>\n<kg-query>{lister}(\"{arg}\")</kg-query>")
                     if r.done:
                         assert env.trajectory is not None
                         return env.trajectory

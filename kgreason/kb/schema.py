@@ -22,8 +22,9 @@ FREEBASE_NS = "http://rdf.freebase.com/ns/"
 # non-ASCII letters and digits stay readable; everything else, '%' included (so that the
 # encoding is reversible), is percent-encoded. Anything looser lets strings like '[' or
 # '##' through, which are not valid in an IRI path.
-_SAFE_RUN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
-_NOT_ASCII_SAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/]")
+_ASCII_SAFE = r"A-Za-z0-9\-._~!$&'()*+,;=:@/"
+_SAFE_RUN = re.compile(f"[{_ASCII_SAFE}]*")
+_NOT_ASCII_SAFE = re.compile(f"[^{_ASCII_SAFE}]")
 
 
 def _encode_char(m: re.Match) -> str:
