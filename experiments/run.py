@@ -208,16 +208,12 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(
             SFTLitModule(policy, lr=cfg.trainer.sft_lr), loader)
         save_policy(policy, out / "checkpoints" / "policy_sft.pt")
-        policy.merge_lora()  # RL's reference (adapters off) is now the SFT policy
         results["sft_trajectories"] = len(trajs)
         if cfg.stage == "all" and cfg.trainer.eval_after_sft:
             reports["sft"] = run_eval(rollout, make, dev, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.trainer.rl_iterations > 0:
-        if cfg.stage == "rl" and cfg.checkpoint:
-            # as after SFT in stage=all: the checkpoint's weights become RL's reference
-            # (otherwise the KL term pulls toward the pre-SFT model)
-            policy.merge_lora()
+        policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
         module = rl_module(cfg, policy, make, out)
         ckpt = L.pytorch.callbacks.ModelCheckpoint(
             dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.trainer.checkpoint_every)

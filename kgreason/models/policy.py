@@ -94,10 +94,11 @@ class CausalLMPolicy:
     def merge_lora(self) -> None:
         """Fold the adapters into the base weights and start fresh (zero) adapters.
 
-        Call between SFT and RL: the reference policy (adapters disabled) then is the
-        SFT policy, not the pre-SFT model, so the KL term keeps RL near what SFT taught.
+        Call before RL: the reference policy (adapters disabled) then is the policy RL
+        starts from (after SFT, or a loaded checkpoint), not the pre-trained model, so the
+        KL term keeps RL near it. Untrained (zero) adapters are left as they are.
         """
-        if self.lora is None:
+        if self.lora is None or not any(p.any() for n, p in self.model.named_parameters() if "lora_B" in n):
             return
         self.merged_adapters.append(self.adapter_state())
         self.model = self._wrap(self.model.merge_and_unload())

@@ -65,6 +65,8 @@ def test_merge_lora_makes_the_current_policy_the_reference_and_checkpoints_round
     pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=2)
     ids = torch.tensor([pol.chat_ids([{"role": "user", "content": "z"}])])
     mask = torch.ones_like(ids)
+    pol.merge_lora()  # untrained adapters: nothing to fold, no entry in the checkpoint stack
+    assert pol.merged_adapters == []
     with torch.no_grad():
         for n, p in pol.model.named_parameters():
             if "lora_B" in n:
