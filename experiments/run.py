@@ -84,7 +84,9 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
     pool = sample_subset(train, cfg.trainer.sft_limit, cfg.seed + 2)
     if cfg.sft == "oracle":
         oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations,
-                            probe_tail_first=cfg.trainer.oracle_probe_tail_first)
+                            probe_tail_first=cfg.trainer.oracle_probe_tail_first,
+                            announce_hops=cfg.trainer.oracle_announce_hops,
+                            restate_question=cfg.trainer.oracle_restate_question)
         trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
     elif cfg.sft == "decomposed":
         trajs = isp_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)

@@ -17,3 +17,23 @@ def test_readme_example_runs():
         exec(compile(code, "README.md", "exec"), {})
     text = out.getvalue()
     assert "Nairobi" in text and text.strip().endswith("True 1.0")
+
+
+DOCS = README.parent / "docs"
+
+
+def test_docs_doctests_pass():
+    import doctest
+
+    for page in ("index.md", "kb.md", "methods/isp_dtpo.md"):
+        result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, page
+
+
+def test_env_page_examples_run():
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "envs.md").read_text(), re.S)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for code in blocks:
+            exec(compile(code, "docs/envs.md", "exec"), {})
+    assert "(hop 1 of 2)" in out.getvalue() and "<answer>" in out.getvalue()

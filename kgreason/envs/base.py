@@ -121,7 +121,8 @@ class ActionSpace(abc.ABC):
 
     def format_observation(self, obs: Sequence[Observation]) -> str:
         """Wrap observations for the context (default: one ``<information>`` block)."""
-        return "\n\n<information>" + "\n".join(o.text for o in obs) + "</information>\n\n"
+        body = obs[0].text if len(obs) == 1 else "\n".join(o.text for o in obs)
+        return "\n\n<information>" + body + "</information>\n\n"
 
     def extract_answer(self, text: str) -> str | None:
         """Raw answer text: ``<answer>``, then ``\\boxed{}`` inside it or alone."""
@@ -261,13 +262,16 @@ class KGEnv:
             obs = Observation(parsed.message, error=parsed.code)
             return StepResult(space.format_observation([obs]), False,
                               {"error": parsed.code, "actions": [], "kb_calls": 0})
-        observations = [space.execute(a, self.state) for a in parsed]
         # this runs on every turn (env overhead target): one action is the common case
-        if len(observations) == 1:
+        if len(parsed) == 1:
+            observations = [space.execute(parsed[0], self.state)]
+            # the Observation is this step's own: its lists need no copy
             o = observations[0]
             errors = [o.error] if o.error else []
-            entities, relations, kb_calls = list(o.entities), list(o.relations), o.kb_calls
+            entities, relations, kb_calls = o.entities, o.relations, o.kb_calls
+            payloads = [o.payload]
         else:
+            observations = [space.execute(a, self.state) for a in parsed]
             errors, entities, relations, kb_calls = [], [], [], 0
             for o in observations:
                 if o.error:
@@ -275,6 +279,7 @@ class KGEnv:
                 entities += o.entities
                 relations += o.relations
                 kb_calls += o.kb_calls
+            payloads = [o.payload for o in observations]
         return StepResult(
             space.format_observation(observations),
             False,
@@ -285,7 +290,7 @@ class KGEnv:
                 "kb_calls": kb_calls,
                 "entities": entities,
                 "relations": relations,
-                "payloads": [o.payload for o in observations],
+                "payloads": payloads,
             },
         )
 

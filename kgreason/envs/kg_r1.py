@@ -256,7 +256,8 @@ class KGR1ActionSpace(ActionSpace):
         else:
             body = truncate_items(shown, self.max_obs_tokens, self.count_tokens)
         text = f'{side.capitalize()} relations for entity "{arg}": {body}'
-        return Observation(text, payload={"relations": ordered}, relations=list(ordered), kb_calls=calls[0])
+        # ``ordered`` is already a copy (the KB's list is never handed out)
+        return Observation(text, payload={"relations": ordered}, relations=ordered, kb_calls=calls[0])
 
     def _entities(self, fn: str, args: list[str], state: EpisodeState, kb: KnowledgeBase, calls: list[int]) -> Observation:
         ent, rel = args

@@ -74,3 +74,31 @@ def test_probe_tail_first_shows_the_recovery_from_the_wrong_direction(metaqa_kb,
     assert back and all(f1(oracle.messages(demo, q).answer, q.answers) == 1.0 for q in back)
     plain = PathOracle(list_relations=True).messages(demo, fwd)
     assert [t.text for t in oracle.messages(demo, fwd).turns] == [t.text for t in plain.turns]
+
+
+def test_announced_hops_plan_first_and_number_every_hop(demo_oxigraph):
+    env = make_env("kg_r1", demo_oxigraph, max_turns=50)
+    qs = [q for q in load_dataset("demo", split="train") if expressible(q) and q.meta["qtype"] in ("1-hop", "2-hop")]
+    two = next(q for q in qs if len(q.relation_path) == 2)
+    one = next(q for q in qs if len(q.relation_path) == 1)
+    traj = PathOracle(list_relations=True, announce_hops=True).messages(env, two)
+    texts = [t.text for t in traj.turns]
+    assert f1(traj.answer, two.answers) == 1.0
+    assert texts[0].startswith(f"<think>The question takes 2 hops from {two.topic_entities[0].name}.")
+    assert "(hop 1 of 2)" in texts[1] and texts[2].startswith("<think>Hop 2 of 2:") and "(hop 2 of 2)" in texts[3]
+    assert texts[4].startswith("<think>The last query returned the answer")
+    single = [t.text for t in PathOracle(list_relations=True, announce_hops=True).messages(env, one).turns]
+    assert "takes 1 hop from" in single[0] and "(hop 1 of 1)" in single[1]
+    # the same calls as without the announcement: only the thoughts change
+    plain = PathOracle(list_relations=True).messages(env, two)
+    assert [t.actions for t in plain.turns] == [t.actions for t in traj.turns]
+
+
+def test_restated_question_comes_right_before_the_relation_choice(metaqa_kb):
+    env = make_env("kg_r1", metaqa_kb, max_turns=5)
+    s = next(s for s in load_dataset("metaqa", shared("metaqa"), hops=1) if s.meta.get("qtype") == "movie_to_language")
+    traj = PathOracle(list_relations=True, restate_question=True).messages(env, s)
+    pick = traj.turns[1].text
+    assert pick.startswith(f"<think>The question is: {s.question.strip().rstrip('?')}. in_language is the relation")
+    assert "The question is" not in traj.turns[0].text + traj.turns[2].text  # only where a relation is chosen
+    assert f1(traj.answer, s.answers) == 1.0
