@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import doctest
 import io
 import re
 from pathlib import Path
@@ -23,8 +24,6 @@ DOCS = README.parent / "docs"
 
 
 def test_docs_doctests_pass():
-    import doctest
-
     for page in ("index.md", "kb.md", "methods/isp_dtpo.md"):
         result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, page

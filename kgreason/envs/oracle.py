@@ -81,11 +81,10 @@ class PathOracle:
             fn = "get_head_entities" if backward else "get_tail_entities"
             nxt: list[str] = []
             for j, e in enumerate(frontier):
-                arg = labels.get(e, e)
+                name = arg = labels.get(e, e)
                 if not self.by_name or arg != e and kb.lookup(arg) != [e]:
                     arg = e
                 if self.list_relations and j == 0:
-                    name = labels.get(e, e)
                     think = f"I need the relations of {name}."
                     if self.announce_hops:
                         think = plan + think if i == 0 else f"Hop {i + 1} of {n}: {think}"
@@ -103,14 +102,13 @@ class PathOracle:
                         assert env.trajectory is not None
                         return env.trajectory
                 if self.list_relations:
-                    think = f"{rel} is the relation to follow from {labels.get(e, e)}."
-                    if self.announce_hops:
-                        think = f"{think[:-1]} (hop {i + 1} of {n})."
+                    hop = f" (hop {i + 1} of {n})" if self.announce_hops else ""
+                    think = f"{rel} is the relation to follow from {name}{hop}."
                     if self.restate_question:
                         think = f"The question is: {question}. {think}"
                 else:
-                    think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {labels.get(e, e)} "
-                             f"(step {i + 1} of {len(path)}).")
+                    think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {name} "
+                             f"(step {i + 1} of {n}).")
                 r = env.step(f'<think>{think}</think>\n<kg-query>{fn}("{arg}", "{rel}")</kg-query>')
                 if r.done:
                     assert env.trajectory is not None
