@@ -86,7 +86,8 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
         oracle = PathOracle(list_relations=cfg.trainer.oracle_list_relations,
                             probe_tail_first=cfg.trainer.oracle_probe_tail_first,
                             announce_hops=cfg.trainer.oracle_announce_hops,
-                            restate_question=cfg.trainer.oracle_restate_question)
+                            restate_question=cfg.trainer.oracle_restate_question,
+                            enumerate_count=cfg.trainer.oracle_enumerate_count)
         trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
     elif cfg.sft == "decomposed":
         trajs = isp_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer)
@@ -96,6 +97,14 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
         group = {s.id: s.meta.get(cfg.trainer.sft_balance) for s in train}
         trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=cfg.seed)
     return trajs
+
+
+def opening_weighting(cfg: DictConfig, policy: CausalLMPolicy) -> dict[str, Any]:
+    """SFTLitModule's turn-opening weights: ``trainer.sft_opening_tokens`` tokens after
+    ``trainer.sft_opening_after`` (the think tag) weighted ``trainer.sft_opening_weight``."""
+    t = cfg.trainer
+    skip = len(policy.tokenizer(t.sft_opening_after, add_special_tokens=False)["input_ids"])
+    return {"opening_weight": t.sft_opening_weight, "opening_skip": skip, "opening_tokens": t.sft_opening_tokens}
 
 
 def rl_module(cfg: DictConfig, policy: CausalLMPolicy, make, out: Path) -> RLLitModule:
@@ -208,7 +217,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
                             collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
                                                          max_len=cfg.trainer.sft_max_len))
         trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(
-            SFTLitModule(policy, lr=cfg.trainer.sft_lr), loader)
+            SFTLitModule(policy, lr=cfg.trainer.sft_lr, **opening_weighting(cfg, policy)), loader)
         save_policy(policy, out / "checkpoints" / "policy_sft.pt")
         results["sft_trajectories"] = len(trajs)
         if cfg.stage == "all" and cfg.trainer.eval_after_sft:

@@ -10,7 +10,8 @@ token counts differ between the sides, so only tokens/s are compared.
 
 A last line gives the ceiling any lock-step rollout can reach with this model on this
 host: bare ``model.generate`` on the same first-turn prompts, exactly ``tokens`` new tokens
-per row, all rows at once vs one at a time (no env, no stop strings, no early stops).
+per row, all rows at once vs one at a time (no env, no stop strings, no early stops), into
+the same in-place KV cache the engine uses.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine, MultiTurnRollout
+from kgreason.rollout.kv_cache import GrowingCache
 
 
 def bare_generate_ratio(policy: CausalLMPolicy, prompts: list[list[int]], tokens: int) -> float:
@@ -37,7 +39,8 @@ def bare_generate_ratio(policy: CausalLMPolicy, prompts: list[list[int]], tokens
         t0 = time.perf_counter()
         with torch.no_grad(), policy.autocast():
             policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=tokens,
-                                  min_new_tokens=tokens, do_sample=False, pad_token_id=pad)
+                                  min_new_tokens=tokens, do_sample=False, pad_token_id=pad,
+                                  past_key_values=GrowingCache())  # the KV cache HFEngine decodes into
         return time.perf_counter() - t0
 
     gen(prompts[:1])  # warm-up

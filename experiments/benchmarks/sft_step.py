@@ -1,5 +1,5 @@
 """SFT step time of SmolLM2 + LoRA: prompt projection skipped or not, all layers or the
-top ones, bf16 or float32.
+top ones, the batch's shared prompt prefix encoded once or per row, bf16 or float32.
 
     python experiments/benchmarks/sft_step.py [--batch 4] [--repeats 3] [--top-layers 12]
 
@@ -53,20 +53,25 @@ def main() -> int:
     make = functools.partial(make_env, "kg_r1", kb, max_turns=4)
     auto = bf16_is_fast()
     rows = []
-    configs = [(None, False, auto), (None, True, auto), (args.top_layers, False, auto),
-               (args.top_layers, True, auto), (args.top_layers, True, not auto)]
-    for top, skip, bf16 in configs:
+    top = args.top_layers
+    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix)
+    configs = [(None, False, auto, False), (None, True, auto, False), (top, False, auto, False),
+               (top, True, auto, False), (top, True, auto, True), (top, True, not auto, True)]
+    for top, skip, bf16, share in configs:
         policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=bf16)
+        policy.share_prefix = 32 if share else 0
         trajs = oracle_sft_trajectories(load_dataset("demo", split="train")[:40], make, policy.chat_ids,
                                         policy.tokenizer)
         batch = collate(trajs[: args.batch], policy.tokenizer.pad_token_id, 1024)
-        rows.append((top, skip, bf16, step_time(policy, batch, skip, args.repeats), tuple(batch["input_ids"].shape)))
-    base = rows[0][3]
-    print(f"SmolLM2-135M + LoRA r16; batch {rows[0][4]}; bf16 auto on this host: {auto}\n")
-    print("| LoRA layers | prompt projection | precision | s/step | speed-up |\n|---|---|---|---|---|")
-    for top, skip, bf16, t, _ in rows:
+        rows.append((top, skip, bf16, share, step_time(policy, batch, skip, args.repeats),
+                     tuple(batch["input_ids"].shape)))
+    base = rows[0][4]
+    print(f"SmolLM2-135M + LoRA r16; batch {rows[0][5]}; bf16 auto on this host: {auto}\n")
+    print("| LoRA layers | prompt projection | shared prefix | precision | s/step | speed-up |\n"
+          "|---|---|---|---|---|---|")
+    for top, skip, bf16, share, t, _ in rows:
         print(f"| {'all 30' if top is None else f'top {top}'} | {'skipped' if skip else 'computed'} | "
-              f"{'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
+              f"{'once' if share else 'per row'} | {'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
     return 0
 
 

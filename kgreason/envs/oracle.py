@@ -51,6 +51,11 @@ class PathOracle:
             with the question's words a few tokens back rather than behind the prompt and
             the relation list; without it the MetaQA SmolLM2 picked the last listed
             relation (``written_by``) on 52 of its 87 genre/tag/language/actor misses.
+        enumerate_count: with ``list_relations``, a count question's last thought numbers
+            the entities it counts ("Counting what the last hop returned: 1. Dutch,
+            2. French, 3. German: 3 in all."), so the answer is the last number written
+            rather than a count made in one token — the demo's SmolLM2 answered 1 or 2 to
+            all three of its 3-element count questions.
     """
 
     exclude_topic: bool = True
@@ -59,6 +64,7 @@ class PathOracle:
     probe_tail_first: bool = False
     announce_hops: bool = False
     restate_question: bool = False
+    enumerate_count: bool = False
 
     def messages(self, env: KGEnv, sample: KBQASample) -> Trajectory:
         """Play one episode on ``env``; returns its trajectory (answer resolved)."""
@@ -121,11 +127,13 @@ class PathOracle:
             frontier = list(dict.fromkeys(nxt))
             if self.exclude_topic:
                 frontier = [x for x in frontier if x != topic.id]
-        if sample.meta.get("count"):
-            answer = str(len(frontier))
-        else:
-            answer = ", ".join(labels.get(x, x) for x in frontier)
-        if self.list_relations:
+        counting = bool(sample.meta.get("count"))
+        answer = str(len(frontier)) if counting else ", ".join(labels.get(x, x) for x in frontier)
+        if self.list_relations and counting and self.enumerate_count:
+            items = ", ".join(f"{k}. {labels.get(x, x)}" for k, x in enumerate(frontier, 1)) or "nothing"
+            env.step(f"<think>Counting what the last hop returned: {items}: {answer} in all.</think>\n"
+                     f"<answer>{answer}</answer>")
+        elif self.list_relations:
             env.step(f"<think>The last query returned the answer: {answer}.</think>\n<answer>{answer}</answer>")
         else:
             env.step(f"<think>The answer is what the last hop returned.</think>\n<answer>{answer}</answer>")

@@ -68,11 +68,17 @@ class HFEngine(Engine):
             of its rows (the next turn of a multi-turn rollout, or a tree node's children),
             encode only the new tokens. ``clear_cache()`` drops it; rollouts call it around
             each batch of episodes, since weights change between them.
+        growing_cache: decode into a :class:`~kgreason.rollout.kv_cache.GrowingCache`
+            (keys and values written in place) instead of transformers' ``DynamicCache``,
+            which copies the whole cache at every token. Same tokens; False is for
+            comparison (``experiments/benchmarks/kv_cache.py``).
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-                 batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True):
+                 batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True,
+                 growing_cache: bool = True):
         self.policy = policy
+        self.growing_cache = growing_cache
         self.share_prefix = share_prefix
         self.reuse_cache = reuse_cache
         self._kept: _Kept | None = None
@@ -118,12 +124,13 @@ class HFEngine(Engine):
             else:
                 shared = self._shared_len(prompts)
                 ids, mask = pad_batch(prompts, pad, shared)
+                cache = self._new_cache()
                 if shared:
                     # Pads sit between the shared prefix and each suffix; generate derives
                     # position ids from the attention mask, so positions stay contiguous.
-                    cache = model(input_ids=ids[:1, :shared].to(device), use_cache=True).past_key_values
+                    model(input_ids=ids[:1, :shared].to(device), past_key_values=cache, use_cache=True)
                     cache.batch_repeat_interleave(len(prompts))
-                    kw["past_key_values"] = cache
+                kw["past_key_values"] = cache
             self._kept = None  # its cache is consumed (extended in place) by this call
             out = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device),
@@ -136,6 +143,16 @@ class HFEngine(Engine):
         if keep and out.past_key_values is not None:
             self._keep(out.past_key_values, seqs, mask, prompts, gens)
         return gens
+
+    def _new_cache(self) -> Any:
+        # transformers is imported on first use, as everywhere in the package
+        if self.growing_cache:
+            from kgreason.rollout.kv_cache import GrowingCache
+
+            return GrowingCache()
+        from transformers import DynamicCache
+
+        return DynamicCache()
 
     def _stopping(self, stop: Sequence[str]) -> Any:
         """Stop-string criteria, built once per set of stop strings.

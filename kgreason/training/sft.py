@@ -9,31 +9,70 @@ from torch import Tensor
 from kgreason.models.policy import CausalLMPolicy, first_loss_position
 
 
-def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor]) -> Tensor:
-    """Mean negative log-likelihood of the tokens whose loss mask is 1.
+def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor], weights: Tensor | None = None) -> Tensor:
+    """Mean negative log-likelihood of the tokens whose loss mask is 1, optionally weighted.
 
-    Shapes: batch tensors ``[N, L]`` → scalar.
+    Shapes: batch tensors and ``weights`` ``[N, L]`` → scalar.
     """
     mask = batch["loss_mask"]
+    w = mask if weights is None else weights * mask
     lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask))
-    return -(lp * mask).sum() / mask.sum().clamp(min=1)
+    return -(lp * w).sum() / w.sum().clamp(min=1e-8)
+
+
+def turn_opening_weights(loss_mask: Tensor, skip: int, n_tokens: int, weight: float) -> Tensor:
+    """Weights that stress the opening of every policy turn.
+
+    In each run of loss-mask ones (one policy turn), the ``n_tokens`` tokens after the
+    first ``skip`` get ``weight``, every other token 1. In KG-R1 episodes those are the
+    first words of the ``<think>``, where the turn's decision is written — list relations,
+    follow one (its name comes first), or answer — while the rest of a turn mostly
+    copies names from the context.
+
+    Shapes: ``loss_mask`` ``[N, L]`` → ``[N, L]``.
+
+    >>> turn_opening_weights(torch.tensor([[0., 1, 1, 1, 1, 0, 1, 1, 1]]), skip=1, n_tokens=2, weight=3.0)
+    tensor([[1., 1., 3., 3., 1., 1., 1., 3., 3.]])
+    """
+    on = loss_mask > 0
+    starts = on & ~torch.nn.functional.pad(on[:, :-1], (1, 0), value=False)
+    # index of each position within its run of ones (runs restart at every start)
+    pos = torch.arange(loss_mask.shape[1], device=loss_mask.device).expand_as(loss_mask)
+    last_start = torch.cummax(torch.where(starts, pos, torch.zeros_like(pos)), dim=1).values
+    offset = pos - last_start
+    opening = on & (offset >= skip) & (offset < skip + n_tokens)
+    return torch.where(opening, torch.full_like(loss_mask, weight, dtype=torch.float32),
+                       torch.ones_like(loss_mask, dtype=torch.float32))
 
 
 class SFTLitModule(L.LightningModule):
     """Supervised fine-tuning on multi-turn trajectories (LoRA or full, as the policy is).
 
     The policy arrives built; the module never reads config strings.
+
+    Args:
+        policy: the :class:`~kgreason.models.CausalLMPolicy` to train.
+        lr, weight_decay: AdamW settings.
+        opening_weight, opening_skip, opening_tokens: weight the opening tokens of every
+            policy turn (:func:`turn_opening_weights`); weight 1 is the plain mean.
     """
 
-    def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0):
+    def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0,
+                 opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0):
         super().__init__()
         self.policy = policy
         self.model = policy.model  # registered so Lightning moves and checkpoints it
         self.lr = lr
         self.weight_decay = weight_decay
+        #: see :func:`turn_opening_weights` (weight 1: a plain token mean)
+        self.opening = (opening_skip, opening_tokens, opening_weight)
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = masked_nll(self.policy, batch)
+        skip, n_tokens, weight = self.opening
+        weights = None
+        if weight != 1.0 and n_tokens > 0:
+            weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
+        loss = masked_nll(self.policy, batch, weights)
         self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         self.log("sft/policy_tokens", batch["loss_mask"].sum(), batch_size=batch["input_ids"].shape[0])
         return loss

@@ -102,3 +102,22 @@ def test_restated_question_comes_right_before_the_relation_choice(metaqa_kb):
     assert pick.startswith(f"<think>The question is: {s.question.strip().rstrip('?')}. in_language is the relation")
     assert "The question is" not in traj.turns[0].text + traj.turns[2].text  # only where a relation is chosen
     assert f1(traj.answer, s.answers) == 1.0
+
+
+def test_enumerated_count_numbers_each_entity_then_copies_the_last_number(demo_oxigraph):
+    env = make_env("kg_r1", demo_oxigraph, max_turns=50)
+    counts = [q for q in load_dataset("demo", split="all") if expressible(q) and q.meta.get("count")]
+    s = next(q for q in counts if int(q.answers[0].name) == 3)  # "How many official languages does Belgium have?"
+    traj = PathOracle(list_relations=True, enumerate_count=True).messages(env, s)
+    last = traj.turns[-1].text
+    assert last.startswith("<think>Counting what the last hop returned: 1. ")
+    assert ", 2. " in last and ", 3. " in last and ", 4. " not in last
+    assert last.endswith(": 3 in all.</think>\n<answer>3</answer>") and f1(traj.answer, s.answers) == 1.0
+    plain = PathOracle(list_relations=True).messages(env, s)
+    assert [t.actions for t in plain.turns] == [t.actions for t in traj.turns]
+    assert plain.turns[-1].text == "<think>The last query returned the answer: 3.</think>\n<answer>3</answer>"
+    # every count episode still answers its gold number; non-count answers are untouched
+    for q in counts[:40]:
+        assert f1(PathOracle(list_relations=True, enumerate_count=True).messages(env, q).answer, q.answers) == 1.0
+    other = next(q for q in load_dataset("demo", split="train") if expressible(q) and not q.meta.get("count"))
+    assert "Counting" not in PathOracle(list_relations=True, enumerate_count=True).messages(env, other).turns[-1].text

@@ -119,3 +119,52 @@ def test_lora_top_layers_adapts_only_the_last_layers():
     assert adapted == {str(n - 1)}
     with pytest.raises(ValueError, match="top_layers"):
         CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, top_layers=n + 1))
+
+
+def _adapted_tiny(seed: int) -> CausalLMPolicy:
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in pol.model.named_parameters():
+            if "lora_B" in name:  # non-zero adapters: gradients then reach the shared prefix's keys
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    return pol
+
+
+def _logprobs_and_grads(pol: CausalLMPolicy, ids, attn, from_pos: int):
+    params = list(pol.parameters())
+    for p in params:
+        p.grad = None
+    lp, ent = pol.token_logprobs(ids, attn, with_entropy=True, from_pos=from_pos)
+    (lp.sum() + ent.sum()).backward()
+    return lp.detach(), ent.detach(), [p.grad.clone() for p in params]
+
+
+def test_shared_prefix_pass_gives_the_same_logprobs_entropy_and_gradients():
+    pol = _adapted_tiny(seed=3)
+    prefix = pol.chat_ids([{"role": "system", "content": "shared instructions " * 12},
+                           {"role": "user", "content": "q"}])
+    rows = [prefix + pol.tokenizer.encode(t) for t in ("alpha beta gamma delta", "one two", "x y z w v u")]
+    width = max(map(len, rows))
+    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
+    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    from_pos = len(prefix) + 1
+    pol.share_prefix = 0
+    plain = _logprobs_and_grads(pol, ids, attn, from_pos)
+    pol.share_prefix = 8
+    shared = _logprobs_and_grads(pol, ids, attn, from_pos)
+    valid = attn.bool()
+    assert len(prefix) >= 40 and plain[2] and any(g.abs().sum() > 0 for g in plain[2])
+    assert torch.allclose(plain[0][valid], shared[0][valid], atol=1e-5)
+    assert torch.allclose(plain[1][valid], shared[1][valid], atol=1e-4)
+    for a, b in zip(plain[2], shared[2], strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_shared_prefix_len_stops_at_the_first_difference_or_pad():
+    from kgreason.models.policy import shared_prefix_len
+
+    ids = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 9], [1, 2, 3, 4]])
+    assert shared_prefix_len(ids, torch.ones_like(ids)) == 3
+    assert shared_prefix_len(ids, torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1]])) == 2
+    assert shared_prefix_len(ids[:1], torch.ones_like(ids[:1])) == 4

@@ -45,3 +45,27 @@ def test_sft_lowers_the_loss_on_policy_tokens(demo_oxigraph):
     trainer.fit(SFTLitModule(pol, lr=3e-3), loader)
     after = masked_nll(pol, batch).item()
     assert after < 0.6 * before, (before, after)
+
+
+def test_turn_opening_weights_mark_the_first_words_of_every_thought(demo_oxigraph):
+    from kgreason.training.sft import turn_opening_weights
+
+    pol = CausalLMPolicy.tiny()
+    q = next(s for s in load_dataset("demo", split="train") if s.meta["qtype"] == "2-hop")
+    (t,) = oracle_sft_trajectories([q], lambda: make_env("kg_r1", demo_oxigraph, max_turns=10),
+                                   pol.chat_ids, pol.tokenizer)
+    batch = collate([t], pol.tokenizer.pad_token_id)
+    skip = len(pol.tokenizer("<think>", add_special_tokens=False)["input_ids"])
+    w = turn_opening_weights(batch["loss_mask"], skip=skip, n_tokens=2, weight=5.0)
+    marked = (w[0] == 5.0).nonzero().flatten().tolist()
+    assert len(marked) == 2 * len(t.turns)  # two tokens in every policy turn, none elsewhere
+    assert all(batch["loss_mask"][0, i] == 1 for i in marked)
+    openings = [pol.tokenizer.decode(batch["input_ids"][0, i : i + 2]) for i in marked[::2]]
+    thoughts = [turn.text.removeprefix("<think>") for turn in t.turns]
+    assert all(th.startswith(o) for th, o in zip(thoughts, openings, strict=True)), openings
+    # the weighted loss is the weighted mean of the token NLLs
+    lp, _ = pol.token_logprobs(batch["input_ids"], batch["attention_mask"])
+    m = batch["loss_mask"]
+    manual = -(lp * w * m).sum() / (w * m).sum()
+    assert torch.allclose(masked_nll(pol, batch, w), manual, atol=1e-5)
+    assert not torch.allclose(masked_nll(pol, batch, w), masked_nll(pol, batch), atol=1e-4)
