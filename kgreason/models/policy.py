@@ -45,7 +45,7 @@ class CausalLMPolicy:
         share_prefix: in :meth:`token_logprobs`, encode the token prefix all rows of a batch
             share once when it is at least this many tokens (0: off). SFT and RL batches
             share the instructions (≈270 tokens for KG-R1's prompt) and a GRPO group its whole
-            question: on a CPU this takes about a quarter off an SFT step.
+            question: on the demo's SFT batches a CPU step went from 6.8–7.8 s to 5.1–6.2 s.
     """
 
     def __init__(self, model, tokenizer, lora: LoraSettings | None = None, bf16: Bf16Setting = "auto",
