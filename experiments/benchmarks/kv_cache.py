@@ -20,16 +20,14 @@ from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine
 
-STOP = ["</kg-query>", "</answer>"]
 
-
-def decode(policy: CausalLMPolicy, prompts: list[list[int]], growing: bool, tokens: int,
+def decode(policy: CausalLMPolicy, prompts: list[list[int]], stop: tuple[str, ...], growing: bool, tokens: int,
            repeats: int) -> tuple[float, list[list[int]]]:
     times, out = [], []
     for _ in range(repeats):
         engine = HFEngine(policy, growing_cache=growing, reuse_cache=False)
         t0 = time.perf_counter()
-        out = engine.generate(prompts, stop=STOP, max_new_tokens=tokens, greedy=True)
+        out = engine.generate(prompts, stop=stop, max_new_tokens=tokens, greedy=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times), [g.token_ids for g in out]
 
@@ -44,13 +42,14 @@ def main() -> int:
     env = make_env("kg_r1", load_demo_kb())
     dev = load_dataset("demo", split="dev")
     prompts = [policy.chat_ids(env.reset(s)) for s in dev[: max(args.batch)]]
-    decode(policy, prompts[:2], True, 8, 1)  # warm-up
+    stop = env.stop_sequences
+    decode(policy, prompts[:2], stop, True, 8, 1)  # warm-up
     print(f"SmolLM2-135M, {'bf16' if policy.bf16 else 'float32'}; first KG-R1 turn, greedy, "
           f"≤ {args.tokens} new tokens\n")
     print("| rows | DynamicCache s | GrowingCache s | speed-up | same tokens |\n|---|---|---|---|---|")
     for n in args.batch:
-        t_dyn, tok_dyn = decode(policy, prompts[:n], False, args.tokens, args.repeats)
-        t_grow, tok_grow = decode(policy, prompts[:n], True, args.tokens, args.repeats)
+        t_dyn, tok_dyn = decode(policy, prompts[:n], stop, False, args.tokens, args.repeats)
+        t_grow, tok_grow = decode(policy, prompts[:n], stop, True, args.tokens, args.repeats)
         print(f"| {n} | {t_dyn:.1f} | {t_grow:.1f} | {t_dyn / t_grow:.2f}x | {tok_dyn == tok_grow} |", flush=True)
     return 0
 

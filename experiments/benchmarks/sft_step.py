@@ -53,10 +53,10 @@ def main() -> int:
     make = functools.partial(make_env, "kg_r1", kb, max_turns=4)
     auto = bf16_is_fast()
     rows = []
-    top = args.top_layers
+    k = args.top_layers
     # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix)
-    configs = [(None, False, auto, False), (None, True, auto, False), (top, False, auto, False),
-               (top, True, auto, False), (top, True, auto, True), (top, True, not auto, True)]
+    configs = [(None, False, auto, False), (None, True, auto, False), (k, False, auto, False),
+               (k, True, auto, False), (k, True, auto, True), (k, True, not auto, True)]
     for top, skip, bf16, share in configs:
         policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=bf16)
         policy.share_prefix = 32 if share else 0

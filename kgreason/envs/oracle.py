@@ -131,11 +131,11 @@ class PathOracle:
         answer = str(len(frontier)) if counting else ", ".join(labels.get(x, x) for x in frontier)
         if self.list_relations and counting and self.enumerate_count:
             items = ", ".join(f"{k}. {labels.get(x, x)}" for k, x in enumerate(frontier, 1)) or "nothing"
-            env.step(f"<think>Counting what the last hop returned: {items}: {answer} in all.</think>\n"
-                     f"<answer>{answer}</answer>")
+            think = f"Counting what the last hop returned: {items}: {answer} in all."
         elif self.list_relations:
-            env.step(f"<think>The last query returned the answer: {answer}.</think>\n<answer>{answer}</answer>")
+            think = f"The last query returned the answer: {answer}."
         else:
-            env.step(f"<think>The answer is what the last hop returned.</think>\n<answer>{answer}</answer>")
+            think = "The answer is what the last hop returned."
+        env.step(f"<think>{think}</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory

@@ -41,8 +41,7 @@ def turn_opening_weights(loss_mask: Tensor, skip: int, n_tokens: int, weight: fl
     last_start = torch.cummax(torch.where(starts, pos, torch.zeros_like(pos)), dim=1).values
     offset = pos - last_start
     opening = on & (offset >= skip) & (offset < skip + n_tokens)
-    return torch.where(opening, torch.full_like(loss_mask, weight, dtype=torch.float32),
-                       torch.ones_like(loss_mask, dtype=torch.float32))
+    return torch.where(opening, weight, 1.0).float()
 
 
 class SFTLitModule(L.LightningModule):
