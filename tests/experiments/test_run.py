@@ -99,5 +99,5 @@ def test_metaqa_preset_composes_over_the_demo_budget():
     cfg = p.stdout
     assert "_target_: kgreason.kb.load_metaqa_kb" in cfg and "name: metaqa" in cfg
     assert "train_split: dev" in cfg and "eval_split: dev" in cfg and "eval_limit: 500" in cfg
-    assert "sft_steps: 250" in cfg and "top_layers: 12" in cfg  # its own cold start; LoRA from preset=demo
+    assert "sft_steps: 300" in cfg and "top_layers: 12" in cfg  # its own cold start; LoRA from preset=demo
     assert "eval_batch_size: 50" in cfg  # inherited from preset=demo
