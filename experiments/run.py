@@ -46,6 +46,7 @@ from kgreason.training import (
     collate,
     isp_sft_trajectories,
     oracle_sft_trajectories,
+    warmup_cosine,
 )
 
 log = logging.getLogger("kgreason.run")
@@ -105,6 +106,16 @@ def opening_weighting(cfg: DictConfig, policy: CausalLMPolicy) -> dict[str, Any]
     t = cfg.trainer
     skip = len(policy.tokenizer(t.sft_opening_after, add_special_tokens=False)["input_ids"])
     return {"opening_weight": t.sft_opening_weight, "opening_skip": skip, "opening_tokens": t.sft_opening_tokens}
+
+
+def sft_lr_lambda(cfg: DictConfig):
+    """``trainer.sft_schedule``: ``constant`` (None) or ``cosine`` (warm-up, then decay to 0)."""
+    t = cfg.trainer
+    if t.sft_schedule == "constant":
+        return None
+    if t.sft_schedule == "cosine":
+        return warmup_cosine(t.sft_steps, warmup_steps=int(t.sft_warmup * t.sft_steps))
+    raise ValueError(f"unknown trainer.sft_schedule={t.sft_schedule!r}: constant | cosine")
 
 
 def rl_module(cfg: DictConfig, policy: CausalLMPolicy, make, out: Path) -> RLLitModule:
@@ -217,7 +228,8 @@ def main(cfg: DictConfig) -> dict[str, Any]:
                             collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id,
                                                          max_len=cfg.trainer.sft_max_len))
         trainer(out, "sft", max_steps=cfg.trainer.sft_steps, enable_checkpointing=False).fit(
-            SFTLitModule(policy, lr=cfg.trainer.sft_lr, **opening_weighting(cfg, policy)), loader)
+            SFTLitModule(policy, lr=cfg.trainer.sft_lr, lr_lambda=sft_lr_lambda(cfg), **opening_weighting(cfg, policy)),
+            loader)
         save_policy(policy, out / "checkpoints" / "policy_sft.pt")
         results["sft_trajectories"] = len(trajs)
         if cfg.stage == "all" and cfg.trainer.eval_after_sft:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lightning as L
 import torch
 from torch import Tensor
@@ -54,10 +56,13 @@ class SFTLitModule(L.LightningModule):
         lr, weight_decay: AdamW settings.
         opening_weight, opening_skip, opening_tokens: weight the opening tokens of every
             policy turn (:func:`turn_opening_weights`); weight 1 is the plain mean.
+        lr_lambda: step → multiplier of ``lr``, applied every optimizer step (e.g.
+            :func:`~kgreason.training.schedules.warmup_cosine`); ``None`` keeps it constant.
     """
 
     def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0,
-                 opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0):
+                 opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0,
+                 lr_lambda: Callable[[int], float] | None = None):
         super().__init__()
         self.policy = policy
         self.model = policy.model  # registered so Lightning moves and checkpoints it
@@ -65,6 +70,7 @@ class SFTLitModule(L.LightningModule):
         self.weight_decay = weight_decay
         #: see :func:`turn_opening_weights` (weight 1: a plain token mean)
         self.opening = (opening_skip, opening_tokens, opening_weight)
+        self.lr_lambda = lr_lambda
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         skip, n_tokens, weight = self.opening
@@ -74,6 +80,7 @@ class SFTLitModule(L.LightningModule):
         loss = masked_nll(self.policy, batch, weights)
         self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         self.log("sft/policy_tokens", batch["loss_mask"].sum(), batch_size=batch["input_ids"].shape[0])
+        self.log("sft/lr", self.optimizers().optimizer.param_groups[0]["lr"], batch_size=batch["input_ids"].shape[0])
         return loss
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
@@ -81,4 +88,8 @@ class SFTLitModule(L.LightningModule):
                  batch_size=batch["input_ids"].shape[0])
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(list(self.policy.parameters()), lr=self.lr, weight_decay=self.weight_decay)
+        opt = torch.optim.AdamW(list(self.policy.parameters()), lr=self.lr, weight_decay=self.weight_decay)
+        if self.lr_lambda is None:
+            return opt
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, self.lr_lambda)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
