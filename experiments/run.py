@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,7 @@ def opening_weighting(cfg: DictConfig, policy: CausalLMPolicy) -> dict[str, Any]
     return {"opening_weight": t.sft_opening_weight, "opening_skip": skip, "opening_tokens": t.sft_opening_tokens}
 
 
-def sft_lr_lambda(cfg: DictConfig):
+def sft_lr_lambda(cfg: DictConfig) -> Callable[[int], float] | None:
     """``trainer.sft_schedule``: ``constant`` (None) or ``cosine`` (warm-up, then decay to 0)."""
     t = cfg.trainer
     if t.sft_schedule == "constant":

@@ -9,10 +9,10 @@ from collections.abc import Callable
 def warmup_cosine(total_steps: int, warmup_steps: int = 0, final: float = 0.0) -> Callable[[int], float]:
     """Linear warm-up to the base rate, then cosine decay to ``final`` × the base rate.
 
-    With a constant rate the last weights of a short SFT run are pulled toward the last
-    few batches, so a run's score depends on which questions came last; decaying the rate
-    averages over the run instead (Loshchilov & Hutter, "SGDR", ICLR 2017, the decay half of
-    a cosine cycle).
+    With a constant rate the last weights of a short SFT run can lean toward its last
+    few batches; decaying the rate is the usual remedy (Loshchilov & Hutter, "SGDR", ICLR
+    2017: the decay half of a cosine cycle). On the demo it did not pay at 100 steps (see
+    docs/training.md), so the presets keep a constant rate.
 
     Args:
         total_steps: optimizer steps of the run; the multiplier would reach ``final`` at
