@@ -35,28 +35,25 @@ class _LrTrace(L.Callback):
         self.lrs.append(trainer.optimizers[0].param_groups[0]["lr"])
 
 
-def test_sft_module_steps_the_schedule_once_per_optimizer_step(demo_oxigraph):
+def _lrs_seen(kb, n_questions: int, steps: int, **module_kw) -> list[float]:
+    """The learning rate of each of ``steps`` SFT steps of the tiny model on demo oracle episodes."""
     pol = CausalLMPolicy.tiny(seed=1)
-    qs = load_dataset("demo", split="train")[:6]
-    trajs = oracle_sft_trajectories(qs, lambda: make_env("kg_r1", demo_oxigraph, max_turns=10),
-                                    pol.chat_ids, pol.tokenizer)
-    loader = DataLoader(trajs, batch_size=2, collate_fn=functools.partial(collate, pad_id=pol.tokenizer.pad_token_id,
-                                                                            max_len=128))
-    trace, schedule = _LrTrace(), warmup_cosine(total_steps=5, warmup_steps=1)
-    L.Trainer(max_steps=5, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False, callbacks=[trace]).fit(SFTLitModule(pol, lr=1e-3, lr_lambda=schedule), loader)
-    assert trace.lrs == pytest.approx([1e-3 * schedule(s) for s in range(5)])
-    assert trace.lrs[1] == pytest.approx(1e-3) and trace.lrs[-1] < 0.2e-3
-
-
-def test_sft_module_without_a_schedule_keeps_the_rate(demo_oxigraph):
-    pol = CausalLMPolicy.tiny(seed=1)
-    qs = load_dataset("demo", split="train")[:4]
-    trajs = oracle_sft_trajectories(qs, lambda: make_env("kg_r1", demo_oxigraph, max_turns=10),
-                                    pol.chat_ids, pol.tokenizer)
+    qs = load_dataset("demo", split="train")[:n_questions]
+    trajs = oracle_sft_trajectories(qs, lambda: make_env("kg_r1", kb, max_turns=10), pol.chat_ids, pol.tokenizer)
     loader = DataLoader(trajs, batch_size=2, collate_fn=functools.partial(collate, pad_id=pol.tokenizer.pad_token_id,
                                                                             max_len=128))
     trace = _LrTrace()
-    L.Trainer(max_steps=3, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False, callbacks=[trace]).fit(SFTLitModule(pol, lr=1e-3), loader)
-    assert trace.lrs == pytest.approx([1e-3] * 3)
+    L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+              enable_model_summary=False, callbacks=[trace]).fit(SFTLitModule(pol, lr=1e-3, **module_kw), loader)
+    return trace.lrs
+
+
+def test_sft_module_steps_the_schedule_once_per_optimizer_step(demo_oxigraph):
+    schedule = warmup_cosine(total_steps=5, warmup_steps=1)
+    lrs = _lrs_seen(demo_oxigraph, 6, 5, lr_lambda=schedule)
+    assert lrs == pytest.approx([1e-3 * schedule(s) for s in range(5)])
+    assert lrs[1] == pytest.approx(1e-3) and lrs[-1] < 0.2e-3
+
+
+def test_sft_module_without_a_schedule_keeps_the_rate(demo_oxigraph):
+    assert _lrs_seen(demo_oxigraph, 4, 3) == pytest.approx([1e-3] * 3)
