@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -241,9 +242,14 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         module = rl_module(cfg, policy, make, out)
         ckpt = L.pytorch.callbacks.ModelCheckpoint(
             dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.trainer.checkpoint_every)
-        tr = trainer(out, "rl", max_steps=-1, callbacks=[ckpt])
-        tr.fit(module, DataLoader(prompt_stream(cfg, train), batch_size=None),
-               ckpt_path=cfg.resume)
+        # One epoch of an endless prompt stream, which the module ends after its iterations.
+        tr = trainer(out, "rl", max_steps=-1, max_epochs=1, callbacks=[ckpt])
+        with warnings.catch_warnings():
+            # Lightning warns that a checkpoint holds the weights after the update; resuming
+            # from the iteration after it wants exactly those.
+            warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual optimization")
+            tr.fit(module, DataLoader(prompt_stream(cfg, train), batch_size=None),
+                   ckpt_path=cfg.resume)
         save_policy(policy, out / "checkpoints" / "policy.pt")
 
     if cfg.stage == "all":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -87,10 +88,13 @@ class CausalLMPolicy:
             if not 0 < lora.top_layers <= n:
                 raise ValueError(f"lora.top_layers must be in 1..{n}, got {lora.top_layers}")
             layers = list(range(n - lora.top_layers, n))
-        return get_peft_model(model, LoraConfig(
-            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules), layers_to_transform=layers,
-            task_type="CAUSAL_LM"))
+        config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                            target_modules=list(lora.target_modules), layers_to_transform=layers,
+                            task_type="CAUSAL_LM")
+        with warnings.catch_warnings():
+            # peft reads a property transformers 5 deprecated; nothing for our users to act on
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            return get_peft_model(model, config)
 
     def adapter_state(self) -> dict[str, Tensor]:
         """The trainable weights (the adapters, or everything when fully fine-tuned)."""
