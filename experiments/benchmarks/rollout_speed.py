@@ -8,10 +8,12 @@ the trajectories are ``n`` different dev questions decoded greedily; ``--group``
 training-time shape instead: ``n`` sampled rollouts of one question (a GRPO group), whose
 token counts differ between the sides, so only tokens/s are compared.
 
-A last line gives the ceiling any lock-step rollout can reach with this model on this
-host: bare ``model.generate`` on the same first-turn prompts, exactly ``tokens`` new tokens
-per row, all rows at once vs one at a time (no env, no stop strings, no early stops), into
-the same in-place KV cache the engine uses.
+The last lines are the reference for any ``generate``-based lock-step rollout with this
+model on this host: bare ``model.generate`` on the same first-turn prompts, exactly
+``tokens`` new tokens per row, all rows at once vs one at a time (no env, no stop strings,
+no early stops, no shared prefix), into the same in-place KV cache the engine uses; then
+the same split into its prefill (one new token) and its decoding (the other ``tokens - 1``),
+since prefill is compute-bound on a CPU and gains little from a batch while decoding does.
 """
 
 from __future__ import annotations
@@ -28,25 +30,27 @@ from kgreason.rollout import HFEngine, MultiTurnRollout
 from kgreason.rollout.kv_cache import GrowingCache
 
 
-def bare_generate_ratio(policy: CausalLMPolicy, prompts: list[list[int]], tokens: int) -> float:
-    """Tokens/s of one left-padded ``generate`` over all prompts / the prompts one by one."""
+def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], tokens: int) -> dict[str, float]:
+    """Batched / one-by-one speed of one left-padded ``generate`` over all prompts:
+    ``"all"`` for ``tokens`` new tokens, ``"prefill"`` for one, ``"decode"`` for the rest."""
     pad = policy.tokenizer.pad_token_id
 
-    def gen(rows: list[list[int]]) -> float:
+    def gen(rows: list[list[int]], new: int) -> float:
         width = max(map(len, rows))
         ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
         t0 = time.perf_counter()
         with torch.no_grad(), policy.autocast():
-            policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=tokens,
-                                  min_new_tokens=tokens, do_sample=False, pad_token_id=pad,
+            policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new,
+                                  min_new_tokens=new, do_sample=False, pad_token_id=pad,
                                   past_key_values=GrowingCache())  # the KV cache HFEngine decodes into
         return time.perf_counter() - t0
 
-    gen(prompts[:1])  # warm-up
-    t_all = gen(prompts)
-    t_one = sum(gen([p]) for p in prompts)
-    return t_one / t_all
+    gen(prompts[:1], tokens)  # warm-up
+    t_all, t_one = gen(prompts, tokens), sum(gen([p], tokens) for p in prompts)
+    p_all, p_one = gen(prompts, 1), sum(gen([p], 1) for p in prompts)
+    return {"all": t_one / t_all, "prefill": p_one / p_all,
+            "decode": (t_one - p_one) / max(t_all - p_all, 1e-9)}
 
 
 def main() -> int:
@@ -71,7 +75,7 @@ def main() -> int:
 
     ro.run(envs(2), samples[:2], greedy=greedy)  # warm-up
     t0 = time.perf_counter()
-    _, batched = ro.run(envs(len(samples)), samples, greedy=greedy)
+    trajs, batched = ro.run(envs(len(samples)), samples, greedy=greedy)
     t_batched = time.perf_counter() - t0
     t0 = time.perf_counter()
     seq_tokens = 0
@@ -80,15 +84,22 @@ def main() -> int:
         seq_tokens += st.generated_tokens
     t_seq = time.perf_counter() - t0
     a, b = batched.generated_tokens / t_batched, seq_tokens / t_seq
-    ceiling = bare_generate_ratio(policy, [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in samples],
-                                  args.tokens)
+    firsts = [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in samples]
+    ceiling = bare_generate_ratios(policy, firsts, args.tokens)
     shape = "sampled rollouts of one question" if args.group else "questions, greedy"
     print(f"model={args.model} ({'bf16' if policy.bf16 else 'float32'}), {len(samples)} {shape}, H={args.turns}, {args.tokens} new tokens/turn")
     print("| rollout | generated tokens | seconds | tokens/s |\n|---|---|---|---|")
     print(f"| lock-step batch | {batched.generated_tokens} | {t_batched:.1f} | {a:.1f} |")
     print(f"| one at a time | {seq_tokens} | {t_seq:.1f} | {b:.1f} |")
     print(f"ratio (lock-step / sequential): {a / b:.2f}x")
-    print(f"ceiling (bare generate, {len(samples)} rows at once / one at a time): {ceiling:.2f}x")
+    lengths = [[t.n_generated_tokens for t in tr.turns] for tr in trajs]
+    row_steps = sum(len(rows) * max(rows) for rows in
+                    ([ls[k] for ls in lengths if len(ls) > k] for k in range(max(map(len, lengths)))))
+    print(f"lock-step: {batched.generated_tokens} tokens from {row_steps} row-steps (rows that "
+          "stopped keep decoding until the longest row of their turn ends)")
+    print(f"bare generate, {len(samples)} rows at once / one at a time, first-turn prompts of "
+          f"{min(map(len, firsts))}-{max(map(len, firsts))} tokens: {ceiling['all']:.2f}x "
+          f"(prefill {ceiling['prefill']:.2f}x, decoding {ceiling['decode']:.2f}x)")
     return 0
 
 
