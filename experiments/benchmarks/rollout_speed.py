@@ -1,12 +1,16 @@
 """Lock-step multi-turn rollout vs the same trajectories one at a time, same engine.
 
     python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group] [--bf16 auto|true|false]
+        [--checkpoint RUN/checkpoints/policy_sft.pt [--preset demo]]
 
 Both sides run the same questions with the same engine and limits; prints generated
 tokens per second of each and their ratio, measured side by side in one run. By default
 the trajectories are ``n`` different dev questions decoded greedily; ``--group`` runs the
 training-time shape instead: ``n`` sampled rollouts of one question (a GRPO group), whose
-token counts differ between the sides, so only tokens/s are compared.
+token counts differ between the sides, so only tokens/s are compared. ``--checkpoint``
+loads trained weights (a run's ``policy_sft.pt`` or ``policy.pt``, with the LoRA settings
+of the ``--preset`` that made it, merged before decoding): the workload RL and evaluation
+run, whose turns are short and even, instead of the untrained model's.
 
 The last lines are the reference for any ``generate``-based lock-step rollout with this
 model on this host: bare ``model.generate`` on the same first-turn prompts, exactly
@@ -20,19 +24,21 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import torch
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
-from kgreason.models import CausalLMPolicy
+from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rollout import HFEngine, MultiTurnRollout
 from kgreason.rollout.kv_cache import GrowingCache
 
 
 def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], tokens: int) -> dict[str, float]:
     """Batched / one-by-one speed of one left-padded ``generate`` over all prompts:
-    ``"all"`` for ``tokens`` new tokens, ``"prefill"`` for one, ``"decode"`` for the rest."""
+    ``"all"`` for ``tokens`` new tokens, ``"prefill"`` for one, ``"decode"`` for the rest;
+    and the milliseconds of one decoding step with one row and with all of them."""
     pad = policy.tokenizer.pad_token_id
 
     def gen(rows: list[list[int]], new: int) -> float:
@@ -49,8 +55,24 @@ def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], token
     gen(prompts[:1], tokens)  # warm-up
     t_all, t_one = gen(prompts, tokens), sum(gen([p], tokens) for p in prompts)
     p_all, p_one = gen(prompts, 1), sum(gen([p], 1) for p in prompts)
+    steps = max(tokens - 1, 1)
     return {"all": t_one / t_all, "prefill": p_one / p_all,
-            "decode": (t_one - p_one) / max(t_all - p_all, 1e-9)}
+            "decode": (t_one - p_one) / max(t_all - p_all, 1e-9),
+            "step_ms_one": (t_one - p_one) / len(prompts) / steps * 1e3,
+            "step_ms_all": (t_all - p_all) / steps * 1e3}
+
+
+def preset_lora(preset: str) -> LoraSettings:
+    """The LoRA settings ``experiments/conf/preset/<preset>.yaml`` trains with."""
+    from omegaconf import OmegaConf
+
+    path = Path(__file__).resolve().parents[1] / "conf" / "preset" / f"{preset}.yaml"
+    if not path.exists():
+        raise SystemExit(f"no preset {preset!r} at {path}")
+    lora = OmegaConf.load(path).get("model", {}).get("lora")
+    if not lora:
+        raise SystemExit(f"preset {preset!r} sets no model.lora")
+    return LoraSettings(**lora)
 
 
 def main() -> int:
@@ -61,9 +83,17 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--group", action="store_true", help="n sampled rollouts of one question")
     ap.add_argument("--bf16", default="auto", help="auto (bf16 only on AMX CPUs / GPUs), true or false")
+    ap.add_argument("--checkpoint", help="trained weights from experiments/run.py (smollm2 only)")
+    ap.add_argument("--preset", default="demo", help="the preset whose LoRA settings made --checkpoint")
     args = ap.parse_args()
+    if args.checkpoint and args.model != "smollm2":
+        ap.error("--checkpoint holds SmolLM2 weights: use it with --model smollm2")
     torch.manual_seed(0)
-    policy = CausalLMPolicy.tiny() if args.model == "tiny" else CausalLMPolicy.from_pretrained(bf16=args.bf16)
+    policy = CausalLMPolicy.tiny() if args.model == "tiny" else CausalLMPolicy.from_pretrained(
+        bf16=args.bf16, lora=preset_lora(args.preset) if args.checkpoint else None)
+    if args.checkpoint:
+        policy.load_checkpoint_state(torch.load(args.checkpoint, map_location="cpu"))
+        policy.merge_lora()
     kb = load_demo_kb()
     dev = load_dataset("demo", split="dev")
     samples = [dev[0]] * args.n if args.group else dev[: args.n]
@@ -87,7 +117,9 @@ def main() -> int:
     firsts = [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in samples]
     ceiling = bare_generate_ratios(policy, firsts, args.tokens)
     shape = "sampled rollouts of one question" if args.group else "questions, greedy"
-    print(f"model={args.model} ({'bf16' if policy.bf16 else 'float32'}), {len(samples)} {shape}, H={args.turns}, {args.tokens} new tokens/turn")
+    weights = f", weights {args.checkpoint}" if args.checkpoint else ", untrained"
+    print(f"model={args.model} ({'bf16' if policy.bf16 else 'float32'}{weights}), {len(samples)} {shape}, "
+          f"H={args.turns}, {args.tokens} new tokens/turn")
     print("| rollout | generated tokens | seconds | tokens/s |\n|---|---|---|---|")
     print(f"| lock-step batch | {batched.generated_tokens} | {t_batched:.1f} | {a:.1f} |")
     print(f"| one at a time | {seq_tokens} | {t_seq:.1f} | {b:.1f} |")
@@ -96,10 +128,12 @@ def main() -> int:
     row_steps = sum(len(rows) * max(rows) for rows in
                     ([ls[k] for ls in lengths if len(ls) > k] for k in range(max(map(len, lengths)))))
     print(f"lock-step: {batched.generated_tokens} tokens from {row_steps} row-steps (rows that "
-          "stopped keep decoding until the longest row of their turn ends)")
+          "stopped keep decoding until the longest row of their turn ends); the longest "
+          f"trajectory made {max(map(sum, lengths))} of them")
     print(f"bare generate, {len(samples)} rows at once / one at a time, first-turn prompts of "
           f"{min(map(len, firsts))}-{max(map(len, firsts))} tokens: {ceiling['all']:.2f}x "
-          f"(prefill {ceiling['prefill']:.2f}x, decoding {ceiling['decode']:.2f}x)")
+          f"(prefill {ceiling['prefill']:.2f}x, decoding {ceiling['decode']:.2f}x; a decoding step "
+          f"{ceiling['step_ms_one']:.0f} ms with one row, {ceiling['step_ms_all']:.0f} ms with {len(samples)})")
     return 0
 
 
