@@ -108,5 +108,6 @@ def env_only(kb, ents: list[str], repeats: int = 3) -> dict[str, tuple[float, fl
         out[fn] = (medians[0], medians[1])
     return out
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

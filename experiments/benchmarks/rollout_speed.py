@@ -115,7 +115,7 @@ def main() -> int:
     t_seq = time.perf_counter() - t0
     a, b = batched.generated_tokens / t_batched, seq_tokens / t_seq
     firsts = [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in samples]
-    ceiling = bare_generate_ratios(policy, firsts, args.tokens)
+    ref = bare_generate_ratios(policy, firsts, args.tokens)
     shape = "sampled rollouts of one question" if args.group else "questions, greedy"
     weights = f", weights {args.checkpoint}" if args.checkpoint else ", untrained"
     print(f"model={args.model} ({'bf16' if policy.bf16 else 'float32'}{weights}), {len(samples)} {shape}, "
@@ -131,9 +131,9 @@ def main() -> int:
           "stopped keep decoding until the longest row of their turn ends); the longest "
           f"trajectory made {max(map(sum, lengths))} of them")
     print(f"bare generate, {len(samples)} rows at once / one at a time, first-turn prompts of "
-          f"{min(map(len, firsts))}-{max(map(len, firsts))} tokens: {ceiling['all']:.2f}x "
-          f"(prefill {ceiling['prefill']:.2f}x, decoding {ceiling['decode']:.2f}x; a decoding step "
-          f"{ceiling['step_ms_one']:.0f} ms with one row, {ceiling['step_ms_all']:.0f} ms with {len(samples)})")
+          f"{min(map(len, firsts))}-{max(map(len, firsts))} tokens: {ref['all']:.2f}x "
+          f"(prefill {ref['prefill']:.2f}x, decoding {ref['decode']:.2f}x; a decoding step "
+          f"{ref['step_ms_one']:.0f} ms with one row, {ref['step_ms_all']:.0f} ms with {len(samples)})")
     return 0
 
 
