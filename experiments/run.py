@@ -90,6 +90,7 @@ def sft_data(cfg: DictConfig, train: list, make, policy: CausalLMPolicy) -> list
                             probe_tail_first=cfg.trainer.oracle_probe_tail_first,
                             announce_hops=cfg.trainer.oracle_announce_hops,
                             restate_question=cfg.trainer.oracle_restate_question,
+                            restate_at_decision=cfg.trainer.oracle_restate_at_decision,
                             enumerate_count=cfg.trainer.oracle_enumerate_count)
         trajs = oracle_sft_trajectories(pool, make, policy.chat_ids, policy.tokenizer, oracle=oracle)
     elif cfg.sft == "decomposed":

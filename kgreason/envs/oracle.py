@@ -51,6 +51,12 @@ class PathOracle:
             with the question's words a few tokens back rather than behind the prompt and
             the relation list; without it the MetaQA SmolLM2 picked the last listed
             relation (``written_by``) on 52 of its 87 genre/tag/language/actor misses.
+        restate_at_decision: with ``list_relations``, the thought after each entity hop —
+            where the policy either takes another hop or answers — first copies the question
+            ("The question is: where was the director of Psycho born. I need the relations
+            of Alfred Hitchcock."). The demo's SmolLM2 answered every 2-hop dev question with
+            its first hop's entities, also when that hop was right: it decided from the
+            observation (a named entity → answer, a CVT id → go on), not from the question.
         enumerate_count: with ``list_relations``, a count question's last thought numbers
             the entities it counts ("Counting what the last hop returned: 1. Dutch,
             2. French, 3. German: 3 in all."), so the answer is the last number written
@@ -64,6 +70,7 @@ class PathOracle:
     probe_tail_first: bool = False
     announce_hops: bool = False
     restate_question: bool = False
+    restate_at_decision: bool = False
     enumerate_count: bool = False
 
     def messages(self, env: KGEnv, sample: KBQASample) -> Trajectory:
@@ -94,6 +101,8 @@ class PathOracle:
                     think = f"I need the relations of {name}."
                     if self.announce_hops:
                         think = plan + think if i == 0 else f"Hop {i + 1} of {n}: {think}"
+                    if self.restate_at_decision and i > 0:
+                        think = f"The question is: {question}. {think}"
                     if backward and self.probe_tail_first:
                         r = env.step(f"<think>{think}</think>\n<kg-query>get_tail_relations(\"{arg}\")</kg-query>")
                         if r.done:
@@ -136,6 +145,8 @@ class PathOracle:
             think = f"The last query returned the answer: {answer}."
         else:
             think = "The answer is what the last hop returned."
+        if self.list_relations and self.restate_at_decision:
+            think = f"The question is: {question}. {think}"
         env.step(f"<think>{think}</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory

@@ -104,6 +104,26 @@ def test_restated_question_comes_right_before_the_relation_choice(metaqa_kb):
     assert f1(traj.answer, s.answers) == 1.0
 
 
+def test_question_restated_where_the_policy_answers_or_takes_another_hop(demo_oxigraph):
+    env = make_env("kg_r1", demo_oxigraph, max_turns=50)
+    qs = [q for q in load_dataset("demo", split="train") if expressible(q) and q.meta["qtype"] in ("1-hop", "2-hop")]
+    oracle = PathOracle(list_relations=True, restate_at_decision=True)
+    for q in (next(q for q in qs if len(q.relation_path) == 2), next(q for q in qs if len(q.relation_path) == 1)):
+        traj = oracle.messages(env, q)
+        texts = [t.text for t in traj.turns]
+        restated = f"<think>The question is: {q.question.strip().rstrip('?.!').strip()}. "
+        # list, follow (, list, follow), answer: every turn after a followed hop restates it
+        decisions = set(range(2, len(texts), 2))
+        assert [i for i, t in enumerate(texts) if t.startswith(restated)] == sorted(decisions)
+        assert texts[-1].startswith(restated + "The last query returned the answer: ")
+        if len(q.relation_path) == 2:
+            assert texts[2].startswith(restated + "I need the relations of ")
+        assert f1(traj.answer, q.answers) == 1.0
+        plain = PathOracle(list_relations=True).messages(env, q)
+        assert [t.actions for t in plain.turns] == [t.actions for t in traj.turns]
+        assert [t.text.replace(restated, "<think>") for t in traj.turns] == [t.text for t in plain.turns]
+
+
 def test_enumerated_count_numbers_each_entity_then_copies_the_last_number(demo_oxigraph):
     env = make_env("kg_r1", demo_oxigraph, max_turns=50)
     counts = [q for q in load_dataset("demo", split="all") if expressible(q) and q.meta.get("count")]
