@@ -40,8 +40,7 @@ def main() -> int:
         for e in ents:
             rel = kb.relations_out(e)[0]
             env.reset(KBQASample(id=e, question="?", topic_entities=[Entity(e, e)]))
-            call = f'get_tail_relations("{e}")' if fn == "get_tail_relations" else f'get_tail_entities("{e}", "{rel}")'
-            text = f"<think>look</think><kg-query>{call}</kg-query>"
+            text = policy_text(fn, e, rel)
             t0 = time.perf_counter()
             raw(e, rel)
             t_raw.append(time.perf_counter() - t0)
@@ -61,15 +60,17 @@ def main() -> int:
     return 0
 
 
+def policy_text(fn: str, e: str, rel: str) -> str:
+    """The policy message that calls ``fn`` on ``e`` (and ``rel`` for entity calls)."""
+    call = f'get_tail_relations("{e}")' if fn == "get_tail_relations" else f'get_tail_entities("{e}", "{rel}")'
+    return f"<think>look</think><kg-query>{call}</kg-query>"
+
+
 def calls(kb, ents: list[str]) -> dict[str, list[tuple[str, str, str]]]:
     """Per action: (entity, relation, policy text) for each entity."""
-    out: dict[str, list[tuple[str, str, str]]] = {"get_tail_relations": [], "get_tail_entities": []}
-    for e in ents:
-        rel = kb.relations_out(e)[0]
-        out["get_tail_relations"].append((e, rel, f'<think>look</think><kg-query>get_tail_relations("{e}")</kg-query>'))
-        out["get_tail_entities"].append(
-            (e, rel, f'<think>look</think><kg-query>get_tail_entities("{e}", "{rel}")</kg-query>'))
-    return out
+    rels = {e: kb.relations_out(e)[0] for e in ents}
+    return {fn: [(e, rels[e], policy_text(fn, e, rels[e])) for e in ents]
+            for fn in ("get_tail_relations", "get_tail_entities")}
 
 
 class Memo:

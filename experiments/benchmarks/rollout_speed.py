@@ -125,8 +125,10 @@ def main() -> int:
     print(f"| one at a time | {seq_tokens} | {t_seq:.1f} | {b:.1f} |")
     print(f"ratio (lock-step / sequential): {a / b:.2f}x")
     lengths = [[t.n_generated_tokens for t in tr.turns] for tr in trajs]
-    row_steps = sum(len(rows) * max(rows) for rows in
-                    ([ls[k] for ls in lengths if len(ls) > k] for k in range(max(map(len, lengths)))))
+    row_steps = 0
+    for k in range(max(map(len, lengths))):  # turn k: its rows decode as long as its longest
+        turn = [ls[k] for ls in lengths if len(ls) > k]
+        row_steps += len(turn) * max(turn)
     print(f"lock-step: {batched.generated_tokens} tokens from {row_steps} row-steps (rows that "
           "stopped keep decoding until the longest row of their turn ends); the longest "
           f"trajectory made {max(map(sum, lengths))} of them")

@@ -85,6 +85,7 @@ class PathOracle:
         path = sample.relation_path or []
         n = len(path)
         question = sample.question.strip().rstrip("?.!").strip()
+        restated = f"The question is: {question}. "
         plan = ""
         if self.announce_hops:
             plan = f"The question takes {n} hop{'s' if n > 1 else ''} from {labels[topic.id]}. "
@@ -102,7 +103,7 @@ class PathOracle:
                     if self.announce_hops:
                         think = plan + think if i == 0 else f"Hop {i + 1} of {n}: {think}"
                     if self.restate_at_decision and i > 0:
-                        think = f"The question is: {question}. {think}"
+                        think = restated + think
                     if backward and self.probe_tail_first:
                         r = env.step(f"<think>{think}</think>\n<kg-query>get_tail_relations(\"{arg}\")</kg-query>")
                         if r.done:
@@ -120,7 +121,7 @@ class PathOracle:
                     hop = f" (hop {i + 1} of {n})" if self.announce_hops else ""
                     think = f"{rel} is the relation to follow from {name}{hop}."
                     if self.restate_question:
-                        think = f"The question is: {question}. {think}"
+                        think = restated + think
                 else:
                     think = (f"I need to follow {rel} {'backwards ' if backward else ''}from {name} "
                              f"(step {i + 1} of {n}).")
@@ -146,7 +147,7 @@ class PathOracle:
         else:
             think = "The answer is what the last hop returned."
         if self.list_relations and self.restate_at_decision:
-            think = f"The question is: {question}. {think}"
+            think = restated + think
         env.step(f"<think>{think}</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory

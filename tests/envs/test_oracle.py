@@ -113,8 +113,7 @@ def test_question_restated_where_the_policy_answers_or_takes_another_hop(demo_ox
         texts = [t.text for t in traj.turns]
         restated = f"<think>The question is: {q.question.strip().rstrip('?.!').strip()}. "
         # list, follow (, list, follow), answer: every turn after a followed hop restates it
-        decisions = set(range(2, len(texts), 2))
-        assert [i for i, t in enumerate(texts) if t.startswith(restated)] == sorted(decisions)
+        assert [i for i, t in enumerate(texts) if t.startswith(restated)] == list(range(2, len(texts), 2))
         assert texts[-1].startswith(restated + "The last query returned the answer: ")
         if len(q.relation_path) == 2:
             assert texts[2].startswith(restated + "I need the relations of ")
