@@ -83,19 +83,21 @@ def build_policy(cfg: DictConfig, checkpoint: str | None = None) -> Any:
 def build_parts(cfg: DictConfig, policy: Any | None = None) -> Parts:
     """Build every part of ``cfg`` (the policy too, unless given).
 
-    The order is fixed so that seeded runs draw the same random numbers: KB, env
-    factory (and the ranker inside it), policy, engine, data, then the pure parts.
+    The order is fixed so that seeded runs draw the same random numbers: KB, ranker,
+    env factory, policy, engine, data, then the pure parts.
     """
     kb = instantiate(cfg.kb)
-    make_env = instantiate(cfg.env, kb=kb)
+    ranker = instantiate(cfg.ranker) if cfg.get("ranker") else None
+    make_env = instantiate(cfg.env, kb=kb, ranker=ranker)
     if policy is None:
         policy = build_policy(cfg, cfg.get("checkpoint"))
     engine = instantiate(cfg.engine, policy)
-    max_new = cfg.model.max_new_tokens
-    eval_rollout = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new)
+    max_new, budget = cfg.model.max_new_tokens, cfg.model.get("max_response_tokens")
+    eval_rollout = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new, budget)
     train, dev = instantiate(cfg.data)
     reward = instantiate(cfg.reward)
-    source = instantiate(cfg.rollout, engine=engine, policy=policy, reward=reward, max_new_tokens=max_new)
+    source = instantiate(cfg.rollout, engine=engine, policy=policy, reward=reward, max_new_tokens=max_new,
+                         max_response_tokens=budget)
     objective = instantiate(cfg.objective, iterations=cfg.rl.iterations, _convert_="all")
     cold_start = instantiate(cfg.cold_start)
     prompts = instantiate(cfg.curriculum)

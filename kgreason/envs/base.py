@@ -132,6 +132,8 @@ class ActionSpace(abc.ABC):
     answer_tag = "answer"
     #: the declared tools (names, arguments, descriptions) the prompt and parser share
     tools: ToolSpec = ToolSpec(())
+    #: the constructor takes ``ranker=`` (the env factory passes the ``ranker`` group's)
+    uses_ranker: bool = False
 
     @abc.abstractmethod
     def instructions(self) -> str:

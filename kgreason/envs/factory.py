@@ -8,11 +8,12 @@ parts a space is built from (a ranker, an index) are built once and shared.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from kgreason.envs.base import ActionSpace, KGEnv
-from kgreason.errors import RegistryError
+from kgreason.errors import ConfigError, RegistryError
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.cache import CachedKB
 from kgreason.registry import Registry
@@ -39,6 +40,8 @@ class EnvFactory:
         cache_kb: wrap the KB in a fresh :class:`~kgreason.kb.CachedKB` per environment.
             A tree rollout forks one environment into all branches of a question, so
             they share that cache (ISP/DTPO's per-tree query cache), and rewards read it.
+        ranker: built once (the ``ranker`` config group) and given to every action space
+            whose class sets ``uses_ranker``.
         **env_kw: other :class:`KGEnv` arguments.
 
     >>> from kgreason.data import load_demo_kb
@@ -49,11 +52,19 @@ class EnvFactory:
     (3, 'KGR1ActionSpace', False)
     """
 
-    def __init__(self, space: Callable[[], ActionSpace], kb: KnowledgeBase, max_turns: int = 5,
-                 max_obs_tokens: int = 512, cache_kb: bool = False, **env_kw: Any):
+    def __init__(self, space: Callable[..., ActionSpace], kb: KnowledgeBase, max_turns: int = 5,
+                 max_obs_tokens: int = 512, cache_kb: bool = False, ranker: Any = None, **env_kw: Any):
         if not callable(space):
             raise TypeError(f"space must build an ActionSpace when called, got {space!r}")
+        cls = getattr(space, "func", space)
+        if ranker is not None and not getattr(cls, "uses_ranker", False):
+            raise ConfigError(f"{getattr(cls, '__name__', cls)} ranks nothing, but a ranker "
+                              f"({type(ranker).__name__}) was given; drop it with ranker=null")
+        if ranker is not None:
+            space = functools.partial(space, ranker=ranker)
         self.space = space
+        #: the ranker the action spaces share (a ranker-training stage trains this one)
+        self.ranker = ranker
         self.kb = kb
         self.max_turns = max_turns
         self.max_obs_tokens = max_obs_tokens

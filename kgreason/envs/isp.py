@@ -111,6 +111,7 @@ class ISPActionSpace(ActionSpace):
     """
 
     name = "isp_dtpo"
+    uses_ranker = True
     stop_sequences = ("</sparql>", "</SPARQL>", "</node>", "</answer>")
     #: commands are tags (``<node>...</node>``, ``<sparql>...</sparql>``), one argument each
     tools = ToolSpec([

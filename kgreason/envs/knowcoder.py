@@ -115,6 +115,7 @@ class KnowCoderActionSpace(ActionSpace):
     """
 
     name = "knowcoder_a1"
+    uses_ranker = True
     stop_sequences = ("</tool_call>", "</answer>")
     tools = TOOLS
 

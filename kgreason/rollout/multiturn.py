@@ -24,6 +24,8 @@ class RolloutStats:
     kb_calls: int = 0
     turns: int = 0
     invalid_calls: int = 0
+    #: episodes ended by the response budget
+    truncated: int = 0
     gen_time_s: float = 0.0
     env_time_s: float = 0.0
     per_trajectory: list[dict[str, float]] = field(default_factory=list)
@@ -41,13 +43,18 @@ class MultiTurnRollout:
         tokenizer: the policy's tokenizer (observations are tokenised with it).
         chat_ids: ``messages -> prompt token ids`` (the policy's chat template).
         max_new_tokens: per turn (KG-R1: 256).
+        max_response_tokens: per episode, over all turns (the papers' "max response
+            length"; KnowCoder-A1: 8192): an episode that has generated this many tokens
+            ends without an answer. None: only the turn limit.
     """
 
-    def __init__(self, engine: Engine, tokenizer, chat_ids, max_new_tokens: int = 256):
+    def __init__(self, engine: Engine, tokenizer, chat_ids, max_new_tokens: int = 256,
+                 max_response_tokens: int | None = None):
         self.engine = engine
         self.tokenizer = tokenizer
         self.chat_ids = chat_ids
         self.max_new_tokens = max_new_tokens
+        self.max_response_tokens = max_response_tokens
 
     def run(self, envs: Sequence[KGEnv], samples: Sequence[KBQASample],
             greedy: bool = False) -> tuple[list[Trajectory], RolloutStats]:
@@ -63,6 +70,7 @@ class MultiTurnRollout:
             t.append_tokens(list(prompt), policy=False, turn=-1)
             trajs.append(t)
         active = list(range(len(envs)))
+        generated = [0] * len(envs)
         turn = 0
         self.engine.clear_cache()
         try:
@@ -86,6 +94,11 @@ class MultiTurnRollout:
                     traj.turns[-1].gen_time_s = gen_s
                     stats.kb_calls += r.kb_calls
                     stats.invalid_calls += int(bool(r.error) and not r.done)
+                    generated[i] += len(g.token_ids)
+                    if not r.done and self.max_response_tokens is not None \
+                            and generated[i] >= self.max_response_tokens:
+                        stats.truncated += 1  # out of response budget: ends unanswered
+                        continue
                     if not r.done:
                         obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]
                         traj.append_tokens(obs, policy=False, turn=turn)

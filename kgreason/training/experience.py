@@ -144,9 +144,10 @@ class LinearExperience:
 
     @classmethod
     def build(cls, engine: Engine, policy: Any, reward: RewardFn, max_new_tokens: int = 256,
-              n_rollouts: int = 4) -> LinearExperience:
+              n_rollouts: int = 4, max_response_tokens: int | None = None) -> LinearExperience:
         """A lock-step rollout on ``engine`` with ``policy``'s tokenizer and chat template."""
-        return cls(MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens), reward, n_rollouts)
+        return cls(MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens, max_response_tokens),
+                   reward, n_rollouts)
 
     def collect(self, batch: Sequence[KBQASample], make_env: Callable[[], KGEnv], step: int) -> Experience:
         samples = [s for s in batch for _ in range(self.n_rollouts)]
@@ -164,6 +165,7 @@ class LinearExperience:
             "train/invalid_calls": stats.invalid_calls / n,
             "train/kb_calls": stats.kb_calls / n,
             "train/gen_tokens_per_s": stats.tokens_per_s,
+            "train/out_of_budget": stats.truncated / n,
             "train/distinct_final_calls": distinct_final_calls(trajs, index),
             **component_logs(trajs),
         }
@@ -186,6 +188,7 @@ def step_sample(tree: Tree, node_id: int) -> Trajectory:
     t.token_ids, t.loss_mask, t.turn_index = [], [], []
     t.append_tokens(n.context_ids, policy=False, turn=-1)
     t.append_tokens(n.gen_ids, policy=True, turn=0)
+    t.answer = list(n.answer)  # an answering node's answer, so outcome rewards can score it
     return t
 
 
@@ -208,9 +211,10 @@ class TreeExperience:
     @classmethod
     def build(cls, engine: Engine, policy: Any, reward: RewardFn, max_new_tokens: int = 256,
               n_rollouts: int = 8, prune: bool = True, dedup_failures: bool = False,
-              max_active: int | None = None) -> TreeExperience:
+              max_active: int | None = None, max_response_tokens: int | None = None) -> TreeExperience:
         """A tree rollout with K = ``n_rollouts`` branches per node (see
-        :class:`~kgreason.rollout.TreeRollout` for the options); depth = the env's turn limit."""
+        :class:`~kgreason.rollout.TreeRollout` for the options); depth = the env's turn limit
+        (``max_response_tokens`` is a linear rollout's budget: a tree is bounded by depth)."""
         return cls(TreeRollout(engine, policy.tokenizer, policy.chat_ids, k=n_rollouts, max_new_tokens=max_new_tokens,
                                prune=prune, dedup_failures=dedup_failures, max_active=max_active), reward)
 

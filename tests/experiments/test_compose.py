@@ -114,3 +114,19 @@ def test_the_runner_names_no_part():
     assert not found, f"run.py names parts: {found}"
     for cls in ("HFEngine", "TreeRollout", "MultiTurnRollout", "PathOracle", "CompositeReward", "TreeExperience"):
         assert cls not in src
+
+
+def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph):
+    from kgreason.envs import EnvFactory, ISPActionSpace, KGR1ActionSpace
+    from kgreason.errors import ConfigError
+
+    class Fixed:
+        def rank(self, query, candidates, top_k=None):
+            return [(c, 1.0) for c in candidates][:top_k]
+
+    ranker = Fixed()
+    assert EnvFactory(ISPActionSpace, demo_oxigraph, ranker=ranker)().action_space.ranker is ranker
+    with pytest.raises(ConfigError, match="KGR1ActionSpace ranks nothing.*ranker=null"):
+        EnvFactory(KGR1ActionSpace, demo_oxigraph, ranker=ranker)
+    assert compose_config(["method=kg_r1"]).get("ranker") is None
+    assert compose_config(["method=isp_dtpo"]).ranker._target_ == "kgreason.rankers.DenseRanker"

@@ -57,17 +57,30 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     assert all(torch.equal(v, stack[0][k]) for k, v in sft[0].items())
 
 
-def test_multirun_ablation_over_the_reward_group(tmp_path):
-    p = run("-m", "method=kg_r1", "preset=smoke", "reward=kg_r1,f1", "sft.steps=0",
-            f"hydra.sweep.dir={tmp_path}", timeout=400)
+def test_multirun_ablation_grid_over_reward_and_objective(tmp_path):
+    p = run("-m", "method=kg_r1", "preset=smoke", "reward=kg_r1,f1", "objective=grpo,kg_r1", "sft.steps=0",
+            "eval.untrained=false", f"hydra.sweep.dir={tmp_path}", timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
-    runs = sorted(d.name for d in tmp_path.iterdir() if d.is_dir())
-    assert any("reward=kg_r1" in r for r in runs) and any("reward=f1" in r for r in runs)
-    for d in tmp_path.iterdir():
-        if d.is_dir() and "reward=" in d.name:
-            cols = (d / "rl" / "metrics.csv").read_text().splitlines()[0]
-            assert ("reward/kg_r1/retrieval" in cols) == ("reward=kg_r1" in d.name)
-            assert "reward/global" in cols
+    runs = sorted(d for d in tmp_path.iterdir() if d.is_dir() and "reward=" in d.name)
+    assert len(runs) == 4
+    for d in runs:
+        cols = (d / "rl" / "metrics.csv").read_text().splitlines()[0]
+        assert ("reward/kg_r1/retrieval" in cols) == ("reward=kg_r1" in d.name)
+        assert "reward/global" in cols
+        cfg = (d / "config.yaml").read_text()
+        assert ("advantage: kg_r1_turn" in cfg) == ("objective=kg_r1" in d.name)
+
+
+def test_multirun_ablation_over_the_rollout_group(tmp_path):
+    """ISP/DTPO with linear against tree rollouts, under a reward both can score (F1)."""
+    p = run("-m", "method=isp_dtpo", "preset=smoke", "rollout=linear,tree", "reward=f1", "objective=grpo",
+            "sft.steps=0", "stage=rl", "rl.iterations=1", f"hydra.sweep.dir={tmp_path}", timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    runs = {d.name: d for d in tmp_path.iterdir() if d.is_dir() and "rollout=" in d.name}
+    assert len(runs) == 2
+    for name, d in runs.items():
+        cols = (d / "rl" / "metrics.csv").read_text().splitlines()[0]
+        assert ("train/effective_branches" in cols) == ("rollout=tree" in name) and "reward/f1" in cols
 
 
 def test_isp_dtpo_smoke_run_trains_on_trees(tmp_path):

@@ -175,3 +175,18 @@ def test_rollout_with_kept_cache_equals_cold_rollout(tiny, demo_oxigraph):
         runs.append(([t.token_ids for t in trajs], eng.reused_tokens))
     (warm, reused), (cold, none) = runs
     assert warm == cold and reused > 0 and none == 0
+
+
+def test_response_budget_ends_episodes_over_all_turns(demo_oxigraph):
+    from kgreason.models import CausalLMPolicy
+
+    pol = CausalLMPolicy.tiny()
+    samples = load_dataset("demo", split="dev")[:3]
+    unbounded = MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids, max_new_tokens=8)
+    bounded = MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids, max_new_tokens=8, max_response_tokens=12)
+    full, s0 = unbounded.run([make_env("kg_r1", demo_oxigraph, max_turns=5) for _ in samples], samples, greedy=True)
+    cut, s1 = bounded.run([make_env("kg_r1", demo_oxigraph, max_turns=5) for _ in samples], samples, greedy=True)
+    assert all(len(t.turns) == 5 for t in full) and s0.truncated == 0  # the tiny model never answers
+    assert all(len(t.turns) == 2 and not t.answer for t in cut) and s1.truncated == 3  # 8 + 8 >= 12
+    for t, c in zip(full, cut, strict=True):  # the same episodes, only shorter
+        assert t.token_ids[: len(c.token_ids)] == c.token_ids
