@@ -3,10 +3,12 @@
 The paper samples cold-start episodes from large models with a prompt that encourages
 trial and error (paper 003 §4.2.1); no such model runs on this machine, so this teacher
 writes such episodes from a question's gold SPARQL (or, without one, a query that follows
-its gold relation path, as on MetaQA). It always looks at the graph
-patterns around the topic entity first; with some probability it also searches for the
-answer's type, takes a wrong relation from the shown patterns, or writes a query with a
-syntax error, and then recovers. The rejection sampler keeps what ends right and grounded.
+its gold relation path, as on MetaQA). It writes only what a policy could write from what
+it has seen: it searches the patterns around the topic entity with the question's own
+words, walks a multi-hop path one pattern search per hop, and before its query quotes the
+shown pattern line it queries. With some probability it also searches for the answer's
+type, takes a wrong shown relation, or writes a query with a syntax error, and then
+recovers. The rejection sampler keeps what ends right and grounded.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import json
 import random
 import re
 
-from kgreason.envs.base import KGEnv
+from kgreason.envs.base import KGEnv, StepResult
 from kgreason.envs.knowcoder import KnowCoderActionSpace
 from kgreason.errors import ConfigError
 from kgreason.kb.base import KnowledgeBase
+from kgreason.kb.patterns import RelationPattern
 from kgreason.rankers.base import verbalize_relation
 from kgreason.types import KBQASample, NodePatterns, Trajectory
 
@@ -102,6 +105,48 @@ def _results(observation: str) -> list[str]:
         return []
 
 
+def asked_for(sample: KBQASample) -> str:
+    """The question with its topic entities' names taken out: what to rank patterns by.
+
+    >>> from kgreason.types import Entity
+    >>> asked_for(KBQASample(id="q", question="What is the capital of Egypt?", topic_entities=[Entity("m.1", "Egypt")]))
+    'What is the capital of?'
+    """
+    text = sample.question
+    for e in sample.topic_entities:
+        if e.name:
+            text = text.replace(e.name, " ")
+    return re.sub(r"\s+([?.,!])", r"\1", re.sub(r"\s+", " ", text)).strip()
+
+
+def _shown(step: StepResult) -> list[tuple[str, RelationPattern]]:
+    """The pattern lines a ``SearchGraphPatterns`` step showed, each with its pattern."""
+    pats = [p for pl in step.payloads if isinstance(pl, NodePatterns) for p in pl.patterns]
+    m = _RESULTS.search(step.observation)
+    if not pats or not m:
+        return []
+    try:
+        lines = json.loads(m.group(1)).get("results", "").split("\n")
+    except (ValueError, AttributeError):
+        return []
+    return list(zip(lines, pats, strict=False))
+
+
+def _line_for(shown: list[tuple[str, RelationPattern]], rels: list[str]) -> str | None:
+    """The shown line whose pattern uses the most of ``rels`` (only those), if any does."""
+    best, score = None, 0
+    for line, p in shown:
+        n = sum(r in rels for r in p.relations)
+        if n == len(p.relations) and n > score:
+            best, score = line, n
+    return best
+
+
+def _chain_shown(shown: list[tuple[str, RelationPattern]], path: list[str]) -> bool:
+    want = tuple(r.lstrip("~") for r in path)
+    return any(tuple(p.relations) in (want, want[::-1]) for _, p in shown)
+
+
 class ScriptedKnowCoderTeacher:
     """Episodes from the gold SPARQL with exploration (see the module docstring).
 
@@ -133,12 +178,29 @@ class ScriptedKnowCoderTeacher:
         rels = _relations(sample.sparql, kb) if sample.sparql else [r.lstrip("~") for r in sample.relation_path or []]
         topic = sample.topic_entities[0]
         ref = KnowCoderActionSpace.entity_ref(kb, topic.id)
-        semantic = verbalize_relation(rels[0]) if rels else sample.question
-        r = env.step(f"<think>The question is about {topic.name or topic.id}. I will look at the relations "
-                     f"around it that are about {semantic}.</think>"
-                     + _call("SearchGraphPatterns", sparql=f"SELECT DISTINCT ?x WHERE {{ VALUES ?x {{{ref}}} }}",
-                             semantic=semantic))
-        shown = [p for pl in r.payloads if isinstance(pl, NodePatterns) for p in pl.patterns]
+        # what the policy can write too: the question's words, not the gold relation's
+        semantic = asked_for(sample)
+        name = topic.name or topic.id
+        sketch = f"SELECT DISTINCT ?x WHERE {{ VALUES ?x {{{ref}}} }}"
+        r = env.step(f"<think>The question is about {name}. I will look at the relation patterns around it.</think>"
+                     + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
+        shown = _shown(r)
+        path = list(sample.relation_path or [])
+        walked: list[str] = []
+        # a multi-hop path whose chain is not shown (no CVT): walk it, one pattern search per hop
+        for i, hop in enumerate(path[:-1]):
+            if env.done or _chain_shown(shown, path[i:]):
+                break
+            line = _line_for(shown, [hop.lstrip("~")])
+            if line is None:
+                break
+            sub = KBQASample(id=sample.id, question=sample.question, topic_entities=sample.topic_entities,
+                             relation_path=path[: i + 1])
+            sketch = path_sparql(sub, kb) or sketch
+            r = env.step(f"<think>{line} leads towards the answer; I will look around its far end.</think>"
+                         + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
+            shown = _shown(r)
+            walked.append(hop.lstrip("~"))
         type_iri = kb.schema.relation_iri(kb.schema.type_relation) if kb.schema.type_relation else None
         classes = re.findall(rf"<{re.escape(type_iri)}>\s+<([^>]+)>", sample.sparql or "") if type_iri else []
         classes = [kb.schema.to_id(c) for c in classes]
@@ -148,12 +210,12 @@ class ScriptedKnowCoderTeacher:
             what = verbalize_relation(classes[0])
             env.step(f"<think>The answer should be of the right type; let me search the types for {what}.</think>"
                      + _call("SearchTypes", query=what))
-        wrong = [p for p in shown if p.relations[0] not in rels and p.template in (1, 3)]
+        wrong = [(line, p) for line, p in shown if p.relations[0] not in rels and p.template in (1, 3)]
         note = ""
         if not env.done and wrong and rng.random() < self.p_detour:
-            p = rng.choice(wrong)
+            line, p = rng.choice(wrong)
             rel = KnowCoderActionSpace.relation_ref(kb, p.relations[0])
-            env.step(f"<think>Maybe {verbalize_relation(p.relations[0])} answers it.</think>"
+            env.step(f"<think>Maybe {line} answers it.</think>"
                      + _call("ExecuteSPARQL", sparql=f"SELECT DISTINCT ?x WHERE {{ {ref} {rel} ?x . }}"))
             note = f"That is {verbalize_relation(p.relations[0])}, not what the question asks. "
         elif not env.done and rng.random() < self.p_syntax_error:
@@ -162,9 +224,11 @@ class ScriptedKnowCoderTeacher:
             note = "The query has a syntax error: a closing brace is missing. "
         if env.done:
             return env.trajectory
-        words = ", ".join(verbalize_relation(x) for x in rels) or "the question's constraints"
-        r = env.step(f"<think>{note}I will query {words} from {topic.name or topic.id}.</think>"
-                     + _call("ExecuteSPARQL", sparql=gold))
+        line = _line_for(shown, [x for x in rels if x not in walked] or rels)
+        reason = (f"{line} fits the question" if line is not None
+                  else "I will query " + (", ".join(verbalize_relation(x) for x in rels) or "its constraints")
+                  + f" from {name}")
+        r = env.step(f"<think>{note}{reason}.</think>" + _call("ExecuteSPARQL", sparql=gold))
         if env.done:
             return env.trajectory
         answers = _results(r.observation) if not r.error else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -17,7 +18,7 @@ from kgreason.eval.metrics import matches
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine
 from kgreason.training import RejectionSampledColdStart, grounded
-from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher, compact_sparql
+from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher, asked_for, compact_sparql
 from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError
 from kgreason.types import Entity, Trajectory, Turn
 
@@ -56,6 +57,27 @@ def test_recovered_episodes_pass_the_filter(demo_oxigraph, by_type):
     t = teacher.episode(make_env("knowcoder_a1", demo_oxigraph, max_turns=6), q, random.Random(0))
     assert [turn.error for turn in t.turns] == [None, "KC_SPARQL_ERROR", None, None]  # ... and recovers
     assert hit(t, q) and grounded(t)
+
+
+def test_scripted_teacher_writes_only_what_the_policy_can_see(demo_oxigraph, by_type):
+    """Its pattern search asks with the question's words, its query thought quotes a shown
+    line, and a two-hop path without a mediator is walked one pattern search per hop."""
+    teacher = ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0)
+    quoted = 0
+    for qtype in ("1-hop", "2-hop"):
+        for q in by_type[qtype]:
+            t = teacher.episode(make_env("knowcoder_a1", demo_oxigraph, max_turns=6), q, random.Random(0))
+            searches = [a for turn in t.turns for a in turn.actions if a.name == "SearchGraphPatterns"]
+            assert searches and all(a.kwargs["semantic"] == asked_for(q) for a in searches)
+            assert q.topic_entities[0].name not in asked_for(q)
+            assert len(searches) == len(q.relation_path)  # one search per hop on the demo KG
+            query_turn = next(i for i, turn in enumerate(t.turns) if turn.actions[0].name == "ExecuteSPARQL")
+            thought = re.search(r"<think>(.*) fits the question\.</think>", t.turns[query_turn].text)
+            if thought:
+                shown = re.search(r"<tool_response>(.*)</tool_response>", t.turns[query_turn - 1].observation, re.S)
+                assert thought.group(1) in json.loads(shown.group(1))["results"].split("\n")
+                quoted += 1
+    assert quoted >= 12  # most of the 16 quote the pattern they query
 
 
 def test_grounding_requires_every_answer_in_an_observation():
