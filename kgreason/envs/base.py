@@ -224,6 +224,13 @@ class KGEnv:
             raise EnvError("step() called on a finished episode; call reset()")
         if not isinstance(policy_text, str):
             raise EnvError(f"step expects the policy's text, got {type(policy_text).__name__}")
+        if not policy_text.isascii():
+            try:
+                policy_text.encode("utf-8")
+            except UnicodeEncodeError:
+                # decoded model output never holds lone surrogates, fuzzed text can: every KB,
+                # tokenizer and log downstream needs valid UTF-8
+                policy_text = policy_text.encode("utf-8", "replace").decode("utf-8")
         state = self.state
         state.turn += 1
         t0 = time.perf_counter()

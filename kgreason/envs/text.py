@@ -73,7 +73,7 @@ def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_jo
             v = json.loads(raw)
             if isinstance(v, list):
                 return [str(x).strip() for x in v if str(x).strip()]
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad JSON, an integer over 4,300 digits, deep nesting
             raw = raw[1:-1]
     out: list[str] = []
     for chunk in re.split(r"\s*(?:\||;|\n)\s*", raw):

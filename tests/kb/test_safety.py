@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -36,6 +38,11 @@ FORBIDDEN = [
     "DESCRIBE <http://a>",
     "SELECT ?s WHERE { ?s ?p ?o } ; DROP ALL",
     "select ?s where { ?s ?p ?o } # comment\n; insert data { <a> <b> <c> }",
+    "SELECT * WHERE { ?s ?p ?o #x\rSERVICE <http://127.0.0.1:9/x> { ?a ?b ?c } } LIMIT 1",  # \r ends a comment
+    "SELECT (bif:http_get('http://127.0.0.1:9/bif') AS ?x) WHERE {}",  # Virtuoso built-in
+    "SELECT ?x WHERE { BIND(sql:f(1) AS ?x) }",
+    "SELECT (<http://example.org/f>(1) AS ?x) WHERE {}",  # a custom function IRI
+    "PREFIX f: <http://example.org/> SELECT ?x WHERE { ?x ?p ?o FILTER(f:g(?o)) }",
 ]
 
 ALLOWED = [
@@ -45,6 +52,10 @@ ALLOWED = [
     "PREFIX ns: <http://rdf.freebase.com/ns/> SELECT ?x WHERE { ?x ns:load ?y }",
     "SELECT ?service WHERE { ?service ?p ?o } LIMIT 1",
     "SELECT ?s WHERE { ?s ?p '''multi\nline \"DROP\"''' }",
+    'SELECT ?x WHERE { ?x ?p ?d FILTER(xsd:datetime(?d) <= "2015-08-10"^^xsd:dateTime) }',  # CWQ's casts
+    "PREFIX x: <http://www.w3.org/2001/XMLSchema#> SELECT ?x WHERE { ?x ?p ?v FILTER(x:integer(?v) > 1) }",
+    'SELECT (COUNT(DISTINCT ?x) AS ?c) WHERE { ?x ?p ?o FILTER(STRSTARTS(STR(?x), "a") && ?o IN (1, 2)) }',
+    "SELECT ?x WHERE { ?x ?p ?o } ORDER BY DESC(?o) LIMIT 1",
 ]
 
 
@@ -63,6 +74,56 @@ def test_guard_allows_keywords_inside_literals_iris_comments(query):
 def test_guard_rejects_non_queries(query):
     with pytest.raises(KBQueryError):
         check_read_only(query)
+
+
+TOO_BIG = [
+    "SELECT ?x WHERE { BIND(" + "(" * 5000 + "1" + ")" * 5000 + " AS ?x) }",  # overflows Oxigraph's parser
+    "SELECT ?x WHERE { VALUES ?x { " + "1 " * 20_000 + "} }",
+    "SELECT ?x WHERE { ?x ?p '\ud800' }",  # a lone surrogate
+]
+
+
+@pytest.mark.parametrize("query", TOO_BIG)
+def test_guard_bounds_length_nesting_and_encoding(query):
+    with pytest.raises(KBQueryError) as e:
+        check_read_only(query)
+    assert not isinstance(e.value, KBForbiddenQuery)
+
+
+class _Listener(BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def test_no_request_leaves_through_any_backend(any_kb):
+    """Federation hidden behind a \\r comment end and URL-fetching built-ins never reach the
+    engine, on every backend; a listener on loopback sees no request."""
+    server = HTTPServer(("127.0.0.1", 0), _Listener)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    _Listener.hits.clear()
+    try:
+        for q in (f"SELECT * WHERE {{ ?s ?p ?o #x\rSERVICE <http://127.0.0.1:{port}/x> {{ ?a ?b ?c }} }} LIMIT 1",
+                  f"SELECT (bif:http_get('http://127.0.0.1:{port}/bif') AS ?x) WHERE {{}}",
+                  f"SELECT ?x WHERE {{ BIND(<http://127.0.0.1:{port}/f>(1) AS ?x) }}"):
+            with pytest.raises(KBForbiddenQuery):
+                any_kb.select(q)
+        for q in TOO_BIG:  # refused before the engine parses: the process is still here
+            with pytest.raises(KBQueryError):
+                any_kb.select(q)
+        assert any_kb.select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    finally:
+        server.shutdown()
+    assert _Listener.hits == []
 
 
 def test_forbidden_select_leaves_kb_unchanged(any_kb):
