@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
 from kgreason.envs.payloads import NodePatterns, QueryResult
-from kgreason.envs.text import TokenCounter, approx_tokens, truncate_items
+from kgreason.envs.text import TokenCounter, approx_tokens, tagged, truncate_items
 from kgreason.envs.tools import Tool, ToolArg, ToolSpec
 from kgreason.errors import KBError, KBForbiddenQuery, KBQueryError, KBTimeout, KBTruncated
 from kgreason.kb.base import KnowledgeBase
@@ -59,8 +59,7 @@ PROMPT = (
     "Question: {question}"
 )
 
-_NODE = re.compile(r"<node>(.*?)</node>", re.S | re.I)
-_SPARQL = re.compile(r"<sparql>(.*?)</sparql>", re.S | re.I)
+MAX_COMMANDS = 8  # per turn: each can run several KB queries
 _PREFIX_DECL = re.compile(r"PREFIX\s+(\w*):\s*<([^>]*)>", re.I)
 _STRING_OR_IRI = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|<[^<>\s]*>")
 _VAR = re.compile(r"^[?$][A-Za-z_]\w*$")
@@ -156,13 +155,16 @@ class ISPActionSpace(ActionSpace):
 
     # ---------------------------------------------------------------- parse
     def parse(self, text: str) -> list[Action] | ParseError:
-        actions = [Action("node", [m.group(1).strip()], m.group(0)) for m in _NODE.finditer(text)]
-        actions += [Action("sparql", [m.group(1).strip()], m.group(0)) for m in _SPARQL.finditer(text)]
+        found = tagged(text, ("node", "sparql"))
+        if len(found) > MAX_COMMANDS:
+            return ParseError(ISP_UNPARSABLE, f"<information>{len(found)} commands in one turn; write at most "
+                              f"{MAX_COMMANDS}.</information>")
+        # in the order they were written (selective activation runs them in sequence)
+        actions = [Action(tag, [content.strip()], raw) for tag, content, raw in found]
         if not actions:
             return ParseError(ISP_UNPARSABLE, "<information>No <node>, <sparql> or <answer> command found. "
                               "Write exactly one command after </think>.</information>")
-        # the order they were written in (selective activation runs them in sequence)
-        return sorted(actions, key=lambda a: text.find(a.raw))
+        return actions
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:

@@ -26,11 +26,41 @@ def last_tag(text: str, tag: str) -> str | None:
     >>> last_tag("<kg-query> get_tail_relations(x)", "kg-query")
     'get_tail_relations(x)'
     """
-    closed = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.S)
-    if closed:
-        return closed[-1].strip()
-    m = re.search(rf"<{re.escape(tag)}>(?!.*<{re.escape(tag)}>)(.*)$", text, flags=re.S)
-    return m.group(1).strip() if m else None
+    # linear scans: a regex over many unclosed tags rescans to the end from each one
+    open_, close = f"<{tag}>", f"</{tag}>"
+    pos, last = 0, None
+    while (o := text.find(open_, pos)) >= 0:
+        c = text.find(close, o + len(open_))
+        if c < 0:
+            break
+        last, pos = text[o + len(open_):c], c + len(close)
+    if last is not None:
+        return last.strip()
+    o = text.rfind(open_)
+    return text[o + len(open_):].strip() if o >= 0 else None
+
+
+def tagged(text: str, tags: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Every closed ``<tag>...</tag>`` of the given tags (any case), in text order, as
+    ``(tag, content, raw)``; per tag the pairs ``re.findall`` of a lazy pattern gives.
+
+    One pass over the tag tokens: a lazy regex rescans to the end from every unclosed tag.
+
+    >>> tagged("<node>a</node> <SPARQL>q</SPARQL><node>b", ["node", "sparql"])
+    [('node', 'a', '<node>a</node>'), ('sparql', 'q', '<SPARQL>q</SPARQL>')]
+    """
+    names = "|".join(re.escape(t) for t in tags)
+    pending: dict[str, re.Match] = {}
+    out: list[tuple[int, str, str, str]] = []
+    for m in re.finditer(rf"<(/?)({names})>", text, flags=re.I):
+        tag = m.group(2).lower()
+        if not m.group(1):
+            pending.setdefault(tag, m)
+        elif tag in pending:
+            o = pending.pop(tag)
+            out.append((o.start(), tag, text[o.end():m.start()], text[o.start():m.end()]))
+    out.sort(key=lambda x: x[0])
+    return [(tag, content, raw) for _, tag, content, raw in out]
 
 
 def boxed(text: str) -> str | None:

@@ -95,6 +95,9 @@ def test_sparql_with_prefixes_binds_a_variable_for_the_next_node(env, sample):
     ("<sparql>INSERT DATA { ns:a ns:b ns:c }</sparql>", ISP_NOT_EXECUTABLE),
     ("<sparql>DELETE WHERE { ?s ?p ?o }</sparql>", ISP_NOT_EXECUTABLE),
     ('<node>m.0" } ; DROP ALL ; #</node>', ISP_UNKNOWN_NODE),
+    ("<node>m.0dlu3t4</node>" * 50, ISP_UNPARSABLE),  # more commands than a turn may hold
+    ("<sparql>SELECT ?x WHERE { ?x ?p ?o #\rSERVICE <http://127.0.0.1:9/> { ?a ?b ?c } }</sparql>",
+     ISP_NOT_EXECUTABLE),
 ])
 def test_failure_modes_are_typed_observations(env, sample, demo_oxigraph, body, code):
     before = len(demo_oxigraph.select("SELECT ?s WHERE { ?s ?p ?o }", max_rows=10**6))

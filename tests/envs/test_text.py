@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 
-from kgreason.envs.text import approx_tokens, truncate_items
+from kgreason.envs.text import approx_tokens, last_tag, tagged, truncate_items
 
 
 def _slow_truncate(items: list[str], budget: int) -> str:
@@ -29,3 +30,26 @@ def test_untruncated_output_is_within_budget() -> None:
     budget = len(joined) // 2 + 1
     assert truncate_items(items, budget) == joined
     assert approx_tokens(joined) <= budget
+
+
+def _regex_last_tag(text: str, tag: str) -> str | None:
+    closed = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.S)
+    if closed:
+        return closed[-1].strip()
+    m = re.search(rf"<{tag}>(?!.*<{tag}>)(.*)$", text, flags=re.S)
+    return m.group(1).strip() if m else None
+
+
+def test_linear_tag_scans_agree_with_the_lazy_regexes() -> None:
+    """The one-pass scanners return what the (quadratic) lazy regexes return."""
+    rng = random.Random(0)
+    pieces = ["<answer>", "</answer>", "<node>", "</node>", "<NODE>", "</Node>", "<sparql>", "</sparql>",
+              "x", " y ", "\n", "<"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert last_tag(text, "answer") == _regex_last_tag(text, "answer"), text
+        want = sorted([(m.start(), "node", m.group(1), m.group(0))
+                       for m in re.finditer(r"<node>(.*?)</node>", text, re.S | re.I)]
+                      + [(m.start(), "sparql", m.group(1), m.group(0))
+                         for m in re.finditer(r"<sparql>(.*?)</sparql>", text, re.S | re.I)])
+        assert tagged(text, ("node", "sparql")) == [w[1:] for w in want], text
