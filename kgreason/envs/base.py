@@ -16,9 +16,12 @@ from typing import Any
 
 from kgreason.envs.text import TokenCounter, approx_tokens, boxed, last_tag, split_answer
 from kgreason.envs.tools import ToolSpec
-from kgreason.errors import EnvError, KBError
+from kgreason.errors import EnvError, KBError, KBQueryError
 from kgreason.kb.base import KnowledgeBase
 from kgreason.types import Action, Entity, KBQASample, Observation, Trajectory, Turn
+
+ANSWER_KB_ERROR = "ANSWER_KB_ERROR"  # the answer step could not ask the KB; its strings stay literal
+MAX_ANSWER_LOOKUPS = 64  # KB look-ups one answer may cost (names already shown are free)
 
 
 @dataclass(frozen=True)
@@ -292,7 +295,9 @@ class KGEnv:
         answer = space.extract_answer(text)
         parsed = space.parse(text)
         if answer is not None and (isinstance(parsed, ParseError) or not parsed):
-            return StepResult("", True, answer_text=answer, answer=self.resolve(answer))
+            resolved, failure = self._resolve(answer)
+            return StepResult("", True, answer_text=answer, answer=resolved, error=failure,
+                              errors=(failure,) if failure else ())
         if isinstance(parsed, ParseError):
             obs = Observation(parsed.message, error=parsed.code)
             return StepResult(space.format_observation([obs]), False, error=parsed.code, errors=(parsed.code,))
@@ -325,17 +330,28 @@ class KGEnv:
         Names the agent saw in this episode win over a global look-up (so "Paris" means
         the Paris it was shown); unknown strings stay as literal answers.
         """
+        return self._resolve(answer_text)[0]
+
+    def _resolve(self, answer_text: str) -> tuple[list[Entity], str | None]:
+        """:meth:`resolve`, and ``ANSWER_KB_ERROR`` when the KB timed out or went away
+        (the first failure ends the look-ups: a hung KB costs one timeout, not one per part)."""
         assert self.state is not None
         state = self.state
 
         cache: dict[str, list[str]] = {}
+        failure: list[KBError] = []
 
         def lookup(s: str) -> list[str]:
             if s not in cache:
+                if not self.resolve_answers or failure or len(cache) >= MAX_ANSWER_LOOKUPS:
+                    return []
                 try:
-                    cache[s] = self.kb.lookup(s) if self.resolve_answers else []
-                except KBError:  # resolution is best effort; the string still counts
+                    cache[s] = self.kb.lookup(s)
+                except KBQueryError:  # this string only (e.g. one the engine cannot take)
                     cache[s] = []
+                except KBError as e:  # KBTimeout, KBUnavailable: the KB, not the string
+                    failure.append(e)
+                    return []
             return cache[s]
 
         def known(s: str) -> bool:
@@ -347,4 +363,4 @@ class KGEnv:
         for p in parts:
             ids = state.known.get(p) or state.known.get(p.lower()) or lookup(p)
             out.append(Entity(ids[0], p) if ids else Entity(p, p))
-        return out
+        return out, ANSWER_KB_ERROR if failure else None

@@ -136,13 +136,16 @@ class TripleStoreKB(KnowledgeBase):
                 found |= self._in.get(lit, {}).get(r, set())
         if found:
             return sorted(found)
-        if self._casefold is None:
-            self._casefold = defaultdict(set)
+        index = self._casefold
+        if index is None:
+            # built in full before it is published: a concurrent look-up never sees it half-filled
+            index = defaultdict(set)
             preds = set(self._name_preds())
             for h, r, t in self._triples:
                 if r in preds and t.is_literal:
-                    self._casefold[t.value.lower()].add(h)
-        return sorted(self._casefold.get(name.lower(), ()))
+                    index[t.value.lower()].add(h)
+            self._casefold = index
+        return sorted(index.get(name.lower(), ()))
 
     def types(self, e: str) -> list[str]:
         if not self.schema.type_relation:
