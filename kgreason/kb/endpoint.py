@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
 import http.client
 import json
+import re
 import socket
 import time
 import urllib.error
@@ -27,6 +29,67 @@ _CONNECTION_ERRORS = (
     http.client.RemoteDisconnected,
     http.client.IncompleteRead,
 )
+
+
+_BINDINGS = re.compile(r'"bindings"\s*:\s*\[')
+_VARS = re.compile(r'"vars"\s*:\s*(\[[^\]]*\])')
+_CHUNK = 1 << 16
+
+
+def read_bindings(response: Any, limit: int, deadline: float | None,
+                  max_chars: int) -> tuple[list[str] | None, list[dict] | None, str]:
+    """Read a SPARQL JSON answer only as far as its first ``limit`` bindings.
+
+    A cartesian product can stream gigabytes; reading the whole body before the row cap
+    took minutes and memory without bound. Bindings are decoded as they arrive and the
+    read stops at ``limit``, at ``deadline`` (``time.monotonic()``), or past ``max_chars``
+    of pending text.
+
+    Returns:
+        ``(vars, bindings, "")``, or ``(None, None, body)`` when the answer has no
+        bindings array (an ASK answer, an error text) for the caller to parse whole.
+
+    Raises:
+        KBTimeout: the deadline passed, or the server cut the answer with a timeout note.
+        KBQueryError: the answer is not SPARQL JSON, or is larger than ``max_chars``.
+    """
+    text = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder = json.JSONDecoder()
+    buf, vars_, out, inside = "", None, [], False
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            raise KBTimeout("the endpoint's answer did not arrive within the time budget")
+        chunk = response.read(_CHUNK)
+        buf += text.decode(chunk, final=not chunk)
+        if not inside and (m := _BINDINGS.search(buf)):
+            v = _VARS.search(buf, 0, m.start())
+            vars_ = json.loads(v.group(1)) if v else None
+            buf, inside = buf[m.end():], True
+        if inside:
+            pos = 0
+            while len(out) < limit:
+                while pos < len(buf) and buf[pos] in " \t\r\n,":
+                    pos += 1
+                if pos >= len(buf) or buf[pos] == "]":
+                    break
+                try:
+                    obj, pos = decoder.raw_decode(buf, pos)
+                except json.JSONDecodeError:
+                    break  # the binding is still arriving
+                out.append(obj)
+            buf = buf[pos:]
+            if len(out) >= limit or buf.startswith("]"):
+                return vars_, out, ""
+            if not chunk:
+                tail = buf[-300:].lower()
+                if "cancel" in tail or "timeout" in tail:
+                    raise KBTimeout(f"endpoint cut its answer (server-side timeout): {buf[-120:]}")
+                raise KBQueryError(f"endpoint's answer ended inside its results: {buf[-120:]!r}")
+        elif not chunk:
+            return None, None, buf
+        if len(buf) > max_chars:
+            raise KBQueryError(f"the endpoint's answer is larger than {max_chars:,} characters before "
+                               f"{limit} rows")
 
 
 def _binding_to_term(b: dict[str, Any], schema: KBSchema) -> Term:
@@ -54,6 +117,8 @@ class SparqlEndpointKB(KnowledgeBase):
         backoff_s: first retry delay, doubled each time.
         default_graph: the graph queries read (``default-graph-uri``); Virtuoso otherwise
             reads the union of all its graphs, system graphs included.
+        max_body_chars: pending answer text allowed before ``max_rows`` rows are decoded
+            (bindings are decoded as they arrive and the read stops at the row cap).
     """
 
     def __init__(
@@ -65,10 +130,12 @@ class SparqlEndpointKB(KnowledgeBase):
         retries: int = 2,
         backoff_s: float = 0.2,
         default_graph: str | None = None,
+        max_body_chars: int = 64 << 20,
     ):
         super().__init__(schema=schema, max_rows=max_rows, timeout_s=timeout_s)
         self.url = url
         self.default_graph = default_graph
+        self.max_body_chars = max_body_chars
         self.retries = retries
         self.backoff_s = backoff_s
         # One wrapper for the KB's lifetime: the request template is built once.
@@ -80,14 +147,13 @@ class SparqlEndpointKB(KnowledgeBase):
             # graph, its own system graph included
             self._client.addDefaultGraph(default_graph)
 
-    def _request(self, sparql: str, timeout_s: float | None) -> tuple[bytes, Any]:
+    def _request(self, sparql: str, timeout_s: float | None) -> Any:
         self._client.setQuery(sparql)
         self._client.setTimeout(int(timeout_s) if timeout_s and timeout_s >= 1 else (1 if timeout_s else 0))
         delay = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
-                res = self._client.query()
-                return res.response.read(), res.response.info()
+                return self._client.query().response
             except QueryBadFormed as e:
                 raise KBQueryError(f"SPARQL rejected by the endpoint: {_msg(e)}") from None
             except EndPointInternalError as e:
@@ -117,14 +183,28 @@ class SparqlEndpointKB(KnowledgeBase):
         raise AssertionError("unreachable")
 
     def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
-        body, headers = self._request(sparql, timeout_s if timeout_s is not None else self.timeout_s)
+        timeout_s = timeout_s if timeout_s is not None else self.timeout_s
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        response = self._request(sparql, timeout_s)
+        headers = response.info()
         try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            text = body[-300:].decode("utf-8", "replace")
-            if "cancel" in text.lower() or "timeout" in text.lower():
-                raise KBTimeout(f"endpoint cut its answer (server-side timeout): {text[-120:]}") from None
-            raise KBQueryError(f"endpoint returned invalid JSON: {text[-120:]!r}") from None
+            vars_, bindings, text = read_bindings(response, limit, deadline, self.max_body_chars)
+        except TimeoutError:
+            raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+        except _CONNECTION_ERRORS as e:
+            raise KBUnavailable(f"{self.url} went away mid-answer: {e}") from None
+        finally:
+            response.close()  # stops the transfer of what is not needed
+        if bindings is None:  # no bindings array: an ASK answer or an error text
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                tail = text[-300:]
+                if "cancel" in tail.lower() or "timeout" in tail.lower():
+                    raise KBTimeout(f"endpoint cut its answer (server-side timeout): {tail[-120:]}") from None
+                raise KBQueryError(f"endpoint returned invalid JSON: {tail[-120:]!r}") from None
+        else:
+            data = {"head": {"vars": vars_}, "results": {"bindings": bindings}}
         if "boolean" in data:
             return [{"ask": Term.literal("true" if data["boolean"] else "false", XSD + "boolean")}]
         bindings = data.get("results", {}).get("bindings", [])

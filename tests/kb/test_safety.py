@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 import pytest
 
@@ -266,3 +266,60 @@ def test_timed_out_query_does_not_block_process_exit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "timed out", out.stderr
     assert time.perf_counter() - t0 < 20
+
+
+class _Endless(BaseHTTPRequestHandler):
+    """A SPARQL endpoint whose answer never ends (a cartesian product), or stalls."""
+
+    sent = 0
+    stall = False
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/sparql-results+json")
+        self.end_headers()
+        row = b'{"x": {"type": "literal", "value": "1"}},\n' * 1000
+        try:
+            self.wfile.write(b'{"head": {"vars": ["x"]}, "results": {"bindings": [')
+            self.wfile.write(row[:42])
+            self.wfile.flush()
+            stall_until = time.monotonic() + 5
+            while type(self).sent < 1 << 30:
+                if type(self).stall:
+                    if time.monotonic() > stall_until:
+                        return
+                    time.sleep(0.05)
+                    continue
+                self.wfile.write(row)
+                type(self).sent += len(row)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endless():
+    _Endless.sent, _Endless.stall = 0, False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endless)
+    server.daemon_threads = True  # shutdown does not wait for a handler still writing
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/sparql"
+    server.shutdown()
+
+
+def test_endpoint_reads_only_up_to_the_row_cap(endless):
+    kb = SparqlEndpointKB(endless, timeout_s=10)
+    with pytest.raises(KBTruncated) as e:
+        kb.select("SELECT ?x WHERE { ?a ?b ?x }", max_rows=100)
+    assert len(e.value.rows) == 100 and e.value.rows[0]["x"].value == "1"
+    time.sleep(0.2)
+    assert _Endless.sent < 64 << 20  # the transfer stopped: far from the server's 1 GB
+
+
+def test_endpoint_answer_that_stalls_is_a_timeout(endless):
+    _Endless.stall = True
+    with pytest.raises(KBTimeout):
+        SparqlEndpointKB(endless, timeout_s=1).select("SELECT ?x WHERE { ?a ?b ?x }", max_rows=100)
