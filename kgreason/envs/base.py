@@ -238,6 +238,10 @@ class KGEnv:
         state.turn += 1
         t0 = time.perf_counter()
         result = self._step(policy_text)
+        obs = result.observation
+        # the spaces hold their results to the budget; this catches what they echo back
+        if len(obs) > self.max_obs_tokens and self.count_tokens(obs) > self.max_obs_tokens:
+            result.observation = self._cut(obs)
         if state.turn >= self.max_turns and not result.done:
             # Forced final answer: the last turn executes no query.
             result = replace(result, observation="", done=True, error=result.error or "NO_ANSWER", forced=True)
@@ -259,6 +263,13 @@ class KGEnv:
             self.trajectory.answer_text = result.answer_text
             self.trajectory.answer = result.answer
         return result
+
+    def _cut(self, obs: str) -> str:
+        budget = self.max_obs_tokens
+        cut = obs[: 4 * budget]
+        while cut and self.count_tokens(cut) > budget:
+            cut = cut[: len(cut) * 3 // 4]
+        return f"{cut}\n… [observation cut at {budget} tokens]\n"
 
     def fork(self) -> KGEnv:
         """An independent copy of the running episode, for tree rollouts.

@@ -125,6 +125,8 @@ class OxigraphKB(KnowledgeBase):
             raise KBQueryError(f"SPARQL syntax error: {e}") from e
         except OSError as e:
             raise KBUnavailable(f"store error: {e}") from e
+        except (RuntimeError, ValueError) as e:  # e.g. "The custom function <…> is not supported"
+            raise KBQueryError(f"query evaluation failed: {e}") from None
         if isinstance(res, ox.QueryBoolean):
             return [{"ask": _TRUE if bool(res) else _FALSE}]
         if not isinstance(res, ox.QuerySolutions):
@@ -132,6 +134,7 @@ class OxigraphKB(KnowledgeBase):
         names = [v.value for v in res.variables]
         rows: list[Row] = []
         schema = self.schema
+        failure, sol = None, None
         try:
             for sol in res:
                 rows.append(
@@ -140,7 +143,12 @@ class OxigraphKB(KnowledgeBase):
                 if len(rows) >= limit or (cancel is not None and cancel.is_set()):
                     break
         except (OSError, RuntimeError, ValueError) as e:
-            raise KBQueryError(f"query evaluation failed: {e}") from e
+            failure = f"query evaluation failed: {e}"
+        # pyoxigraph's solutions may only be dropped on the thread that made them: a raised
+        # error's traceback would carry this frame, and them, to the caller's thread
+        del res, sol
+        if failure is not None:
+            raise KBQueryError(failure)
         return rows
 
     def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:

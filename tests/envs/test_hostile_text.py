@@ -7,6 +7,7 @@ import pytest
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
 from kgreason.envs.base import ANSWER_KB_ERROR, MAX_ANSWER_LOOKUPS
+from kgreason.envs.text import approx_tokens
 from kgreason.errors import KBUnavailable
 from kgreason.kb import OxigraphKB
 
@@ -76,3 +77,16 @@ def test_one_answer_costs_a_bounded_number_of_lookups(counting_kb, question):
     r = env.step("<answer>" + "; ".join(parts) + "</answer>")
     assert r.done and r.error is None and len(r.answer) == 1000
     assert _CountingKB.calls <= MAX_ANSWER_LOOKUPS
+
+
+@pytest.mark.parametrize("space, text", [
+    ("kg_r1", '<kg-query>get_tail_relations("' + "x" * 1_000_000 + '")</kg-query>'),
+    ("isp_dtpo", "<think>t</think><node>" + "x" * 1_000_000 + "</node>"),
+    ("knowcoder_a1", '<tool_call>{"name": "SearchTypes", "arguments": {"query": "' + "x " * 500_000 + '"}}</tool_call>'),
+])
+def test_an_observation_is_held_to_its_budget_whatever_the_input(demo_oxigraph, question, space, text):
+    env = make_env(space, demo_oxigraph, max_turns=4, max_obs_tokens=128)
+    env.reset(question)
+    r = env.step(text)
+    assert not r.done and r.observation
+    assert approx_tokens(r.observation) <= 128 + 16  # the budget, and the note that says so

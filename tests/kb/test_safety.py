@@ -323,3 +323,11 @@ def test_endpoint_answer_that_stalls_is_a_timeout(endless):
     _Endless.stall = True
     with pytest.raises(KBTimeout):
         SparqlEndpointKB(endless, timeout_s=1).select("SELECT ?x WHERE { ?a ?b ?x }", max_rows=100)
+
+
+def test_engine_evaluation_errors_are_typed(demo_oxigraph):
+    """What the guard lets through but the engine refuses (here an extension function,
+    called below the guard) is a KBQueryError, with and without a time budget."""
+    for budget in (None, 5.0):
+        with pytest.raises(KBQueryError, match="custom function"):
+            demo_oxigraph._select("SELECT ?x WHERE { ?s ?p ?o BIND(<http://x/f>(?o) AS ?x) }", budget, 10)
