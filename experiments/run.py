@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from kgreason.compose import Parts, build_parts
+from kgreason.compose import Parts, build_parts, validate_config
 from kgreason.eval import EvalReport, evaluate
 from kgreason.training import JsonlSink, LengthGroupedBatches, RLLitModule, SFTLitModule, collate
 
@@ -127,6 +127,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     out = Path(HydraConfig.get().runtime.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    validate_config(cfg)
     L.seed_everything(cfg.seed, verbose=False)
     p = build_parts(cfg)
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")

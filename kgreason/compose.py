@@ -34,6 +34,35 @@ from kgreason.types import KBQASample
 
 #: where the runner's config groups live
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
+#: what ``stage=`` may say
+STAGES = ("all", "eval", "sft", "rl")
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Refuse a config that cannot run, before anything loads (a model takes seconds).
+
+    Raises:
+        ConfigError: an unknown ``stage``, or a ``checkpoint``/``resume`` path that is not
+            a file; the message names the bad value and the valid choices.
+
+    >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: stage='evl' is not a stage; choose one of all, eval, sft, rl (did you mean 'eval'?)
+    """
+    import difflib
+
+    from kgreason.errors import ConfigError
+
+    stage = cfg.get("stage")
+    if stage not in STAGES:
+        close = difflib.get_close_matches(str(stage), STAGES, n=1)
+        raise ConfigError(f"stage={stage!r} is not a stage; choose one of {', '.join(STAGES)}"
+                          + (f" (did you mean {close[0]!r}?)" if close else ""))
+    for key in ("checkpoint", "resume"):
+        path = cfg.get(key)
+        if path and not Path(path).is_file():
+            raise ConfigError(f"{key}={path!r}: no such file")
 
 
 def compose_config(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
@@ -83,18 +112,38 @@ def build_policy(cfg: DictConfig, checkpoint: str | None = None) -> Any:
 def build_parts(cfg: DictConfig, policy: Any | None = None) -> Parts:
     """Build every part of ``cfg`` (the policy too, unless given).
 
+    A typed error a part raises while it is built (``DatasetError``, ``ConfigError``, …)
+    reaches the caller as itself, not wrapped in Hydra's ``InstantiationException``.
+
     The order is fixed so that seeded runs draw the same random numbers: KB, ranker,
-    env factory, policy, engine, data, then the pure parts.
+    env factory, data (seeded on its own; before the model, so a bad split fails in
+    seconds), policy, engine, then the pure parts.
     """
+    from hydra.errors import InstantiationException
+
+    from kgreason.errors import KGReasonError
+
+    try:
+        return _build_parts(cfg, policy)
+    except InstantiationException as e:
+        cause = e.__cause__
+        while isinstance(cause, InstantiationException):
+            cause = cause.__cause__
+        if isinstance(cause, KGReasonError):
+            raise cause from None
+        raise
+
+
+def _build_parts(cfg: DictConfig, policy: Any | None) -> Parts:
     kb = instantiate(cfg.kb)
     ranker = instantiate(cfg.ranker) if cfg.get("ranker") else None
     make_env = instantiate(cfg.env, kb=kb, ranker=ranker)
+    train, dev = instantiate(cfg.data)
     if policy is None:
         policy = build_policy(cfg, cfg.get("checkpoint"))
     engine = instantiate(cfg.engine, policy)
     max_new, budget = cfg.model.max_new_tokens, cfg.model.get("max_response_tokens")
     eval_rollout = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new, budget)
-    train, dev = instantiate(cfg.data)
     reward = instantiate(cfg.reward)
     source = instantiate(cfg.rollout, engine=engine, policy=policy, reward=reward, max_new_tokens=max_new,
                          max_response_tokens=budget)

@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from typing import TypeVar
 
+from kgreason.errors import DatasetError
 from kgreason.types import KBQASample
 
 S = TypeVar("S", bound=KBQASample)
@@ -74,4 +75,8 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
 
     train_pool = load_dataset(name, path, split=train_split, **kwargs)
     eval_pool = train_pool if eval_split == train_split else load_dataset(name, path, split=eval_split, **kwargs)
+    for key, split, pool in (("train_split", train_split, train_pool), ("eval_split", eval_split, eval_pool)):
+        if not pool:
+            raise DatasetError(f"data.{key}={split!r}: dataset {name!r} has no questions in that split"
+                               + (f" at {path}" if path else ""))
     return train_eval_split(train_pool, eval_pool, train_limit, eval_limit, seed)

@@ -51,8 +51,17 @@ def get_advantage(name: str) -> Estimator:
     return ADVANTAGES.get(name)
 
 
-def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps: float = 1e-6) -> Tensor:
-    """``(v - mean_g) / (std_g + eps)`` within each group ``g`` (population std).
+def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps: float = 1e-6,
+                    unbiased: bool = False, singleton_raw: bool = False) -> Tensor:
+    """``(v - mean_g) / (std_g + eps)`` within each group ``g``.
+
+    Statistics run in float64: in float32 a group of equal rewards such as 5/3 got
+    advantages of 0.1–0.4 (the rounding error of its mean, divided by ``std + eps``); the
+    result comes back in ``values``' dtype.
+
+    Args:
+        unbiased: sample std (``n − 1``, ``torch.std``) instead of the population std.
+        singleton_raw: a group of one keeps its raw value (verl: mean 0, std 1).
 
     Shapes: values ``[N]``, index ``[N]`` → ``[N]``.
 
@@ -60,16 +69,22 @@ def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps
     tensor([-1.,  0.,  1.])
     >>> group_normalize(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 0])).round(decimals=4)
     tensor([-1.2247,  0.0000,  1.2247])
+    >>> group_normalize(torch.full((16,), 5 / 3), torch.zeros(16, dtype=torch.long)).abs().max()
+    tensor(0.)
     """
+    v = values.double()
     groups, inv = torch.unique(index, return_inverse=True)
     g = len(groups)
-    count = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, torch.ones_like(values))
-    mean = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, values) / count
-    centred = values - mean[inv]
-    if not norm_by_std:
-        return centred
-    var = torch.zeros(g, dtype=values.dtype).index_add_(0, inv, centred**2) / count
-    return centred / (var.sqrt()[inv] + eps)
+    count = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, torch.ones_like(v))
+    mean = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, v) / count
+    centred = v - mean[inv]
+    if norm_by_std:
+        denom = (count - 1).clamp(min=1) if unbiased else count
+        var = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, centred**2) / denom
+        centred = centred / (var.sqrt()[inv] + eps)
+    if singleton_raw:
+        centred = torch.where(count[inv] == 1, v, centred)
+    return centred.to(values.dtype)
 
 
 @ADVANTAGES.register("grpo")
@@ -91,7 +106,9 @@ def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", tur
     ``mode="paper"``: ``G_t = r_t + λ·R_global``, z-scored with one mean and std pooled
     over all turns of all rollouts of the same question.
     ``mode="code"`` (official code): ``turn_weight · z(r_t) + z(R_global)`` with turn rewards
-    z-scored over all turns of the group and global rewards over its trajectories.
+    z-scored over all turns of the group and global rewards over its trajectories; as
+    there (verl's GRPO), the std is ``torch.std``'s (``n − 1``) and a group of one keeps its
+    raw reward.
     """
     if batch.turn_rewards is None or batch.global_rewards is None:
         raise ValueError("kg_r1_turn needs turn_rewards and global_rewards")
@@ -102,8 +119,9 @@ def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", tur
         g_flat = flat_turn + lam * torch.repeat_interleave(batch.global_rewards.float(), torch.tensor(lengths))
         flat = group_normalize(g_flat, turn_index, True, eps)
     elif mode == "code":
-        turn_adv = group_normalize(flat_turn, turn_index, True, eps)
-        glob_adv = group_normalize(batch.global_rewards.float(), batch.index, True, eps)
+        turn_adv = group_normalize(flat_turn, turn_index, True, eps, unbiased=True, singleton_raw=True)
+        glob_adv = group_normalize(batch.global_rewards.float(), batch.index, True, eps, unbiased=True,
+                                   singleton_raw=True)
         flat = turn_weight * turn_adv + torch.repeat_interleave(glob_adv, torch.tensor(lengths))
     else:
         raise ValueError("mode must be 'paper' or 'code'")

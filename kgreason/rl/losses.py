@@ -57,9 +57,15 @@ def seq_mean_token_mean(loss: Tensor, mask: Tensor, norm: float | None = None) -
 
 @AGGREGATIONS.register("seq_mean_token_sum_norm")
 def seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, norm: float | None = None) -> Tensor:
-    """Mean over sequences of each sequence's token sum divided by a constant
-    (``norm``, default the padded length ``L``): no length bias (Dr. GRPO)."""
-    return ((loss * mask).sum(-1) / (norm or mask.shape[-1])).mean()
+    """Mean over sequences of each sequence's token sum divided by a constant ``norm``
+    (Dr. GRPO, Liu et al. 2025: the generation budget): no length bias.
+
+    The constant must be the same for every batch; a batch's padded length is not.
+    """
+    if not norm:
+        raise ValueError("seq_mean_token_sum_norm needs a constant normaliser (objective.agg_norm, "
+                         "e.g. the response budget in tokens), not the batch's padded length")
+    return ((loss * mask).sum(-1) / norm).mean()
 
 
 def policy_loss(

@@ -44,6 +44,7 @@ class RLConfig:
     kl_estimator: str = "k3"
     entropy_coef: float = 0.0
     agg: str = "token_mean"
+    agg_norm: float | None = None  # seq_mean_token_sum_norm's constant (Dr. GRPO)
     max_grad_norm: float = 1.0
     lr: float = 1e-6
     weight_decay: float = 0.01
@@ -213,7 +214,7 @@ class RLLitModule(L.LightningModule):
                     logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
                     clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
                     ref_logp=mb.get("ref_logp"), kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
-                    entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg)
+                    entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
                 opt.zero_grad()
                 self.manual_backward(loss)
                 grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), cfg.max_grad_norm)

@@ -12,9 +12,9 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from kgreason.compose import CONFIG_DIR, build_parts, compose_config
+from kgreason.compose import CONFIG_DIR, build_parts, compose_config, validate_config
 from kgreason.envs import KGEnv
-from kgreason.errors import RewardError
+from kgreason.errors import ConfigError, DatasetError, RewardError
 from kgreason.training import ColdStart, ExperienceSource, RLConfig
 from kgreason.types import KBQASample
 
@@ -130,3 +130,21 @@ def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph)
         EnvFactory(KGR1ActionSpace, demo_oxigraph, ranker=ranker)
     assert compose_config(["method=kg_r1"]).get("ranker") is None
     assert compose_config(["method=isp_dtpo"]).ranker._target_ == "kgreason.rankers.DenseRanker"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("stage=evl", r"stage='evl' is not a stage; choose one of all, eval, sft, rl \(did you mean 'eval'\?\)"),
+    ("checkpoint=/nonexistent/policy.pt", r"checkpoint='/nonexistent/policy.pt': no such file"),
+    ("resume=/nonexistent/last.ckpt", r"resume='/nonexistent/last.ckpt': no such file"),
+])
+def test_a_config_that_cannot_run_is_refused_before_anything_loads(override, message):
+    cfg = compose_config(["method=kg_r1", "preset=smoke", override])
+    with pytest.raises(ConfigError, match=message):
+        validate_config(cfg)
+    validate_config(compose_config(["method=kg_r1", "preset=smoke"]))  # the same without it is fine
+
+
+def test_an_empty_split_is_a_dataset_error_naming_the_key():
+    cfg = compose_config(["method=kg_r1", "preset=smoke", "data.eval_split=validation"])
+    with pytest.raises(DatasetError, match=r"data.eval_split='validation': dataset 'demo' has no questions"):
+        build_parts(cfg)

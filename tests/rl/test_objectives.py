@@ -61,7 +61,50 @@ def test_kg_r1_turn_code_mode():
                        turn_rewards=[torch.tensor([0.5, 1.0]), torch.tensor([0.5])],
                        global_rewards=torch.tensor([2.0, 0.0]))
     a, c = get_advantage("kg_r1_turn")(b, mode="code")
-    assert torch.allclose(torch.cat([a, c]), torch.tensor([0.6464, 1.7071, -1.3536]), atol=1e-3)
+    t, r = torch.tensor([0.5, 1.0, 0.5]), torch.tensor([2.0, 0.0])
+    zt, zr = (t - t.mean()) / (t.std() + 1e-6), (r - r.mean()) / (r.std() + 1e-6)  # torch.std: n - 1
+    expected = 0.5 * zt + zr[[0, 0, 1]]
+    assert torch.allclose(torch.cat([a, c]), expected, atol=1e-5)
+    assert torch.allclose(torch.cat([a, c]), torch.tensor([0.4184, 1.2845, -0.9958]), atol=1e-4)
+
+
+def _verl_z(scores: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """verl's GRPO outcome advantage written out: per group torch.std, a singleton keeps its score."""
+    out = torch.empty_like(scores)
+    for k in index.unique():
+        sel = index == k
+        v = scores[sel].double()
+        out[sel] = (v if len(v) == 1 else (v - v.mean()) / (v.std() + 1e-6)).float()
+    return out
+
+
+def test_kg_r1_turn_code_mode_matches_the_written_out_formula_on_random_groups():
+    g = torch.Generator().manual_seed(1)
+    for _ in range(200):
+        n = int(torch.randint(1, 9, (1,), generator=g))
+        index = torch.randint(0, 3, (n,), generator=g)
+        lengths = torch.randint(1, 4, (n,), generator=g).tolist()
+        turns = [torch.randint(0, 3, (k,), generator=g).float() / 2 for k in lengths]
+        glob = torch.randint(0, 3, (n,), generator=g).float()
+        b = AdvantageBatch(rewards=glob, index=index, turn_rewards=turns, global_rewards=glob)
+        got = torch.cat(get_advantage("kg_r1_turn")(b, mode="code", turn_weight=0.5))
+        turn_index = torch.repeat_interleave(index, torch.tensor(lengths))
+        want = 0.5 * _verl_z(torch.cat(turns), turn_index) + torch.repeat_interleave(
+            _verl_z(glob, index), torch.tensor(lengths))
+        assert torch.allclose(got, want, atol=1e-5), (index, turns, glob)
+
+
+@pytest.mark.parametrize("value", [5 / 3, 0.4, 0.1, 1e-3])
+@pytest.mark.parametrize("size", [2, 5, 16])
+def test_a_group_of_equal_rewards_gets_zero_advantage_from_every_estimator(value, size):
+    idx = torch.zeros(size, dtype=torch.long)
+    rewards = torch.full((size,), value)
+    turns = [torch.full((2,), value) for _ in range(size)]
+    b = AdvantageBatch(rewards=rewards, index=idx, turn_rewards=turns, global_rewards=rewards)
+    for name, kw in [("grpo", {}), ("grpo", {"norm_by_std": False}), ("tree_step", {}),
+                     ("kg_r1_turn", {"mode": "paper"}), ("kg_r1_turn", {"mode": "code"})]:
+        adv = torch.cat(get_advantage(name)(b, **kw))
+        assert adv.abs().max().item() == 0.0, (name, kw)
 
 
 def test_token_advantages_follow_turn_index_and_mask():
@@ -112,12 +155,20 @@ def test_entropy_bonus():
     assert loss.item() == pytest.approx(-0.02) and m["entropy"] == 2.0
 
 
+def test_dr_grpo_normaliser_is_a_constant_not_the_padded_length():
+    loss, mask = torch.tensor([[1.0, 2.0, 0.0]]), torch.tensor([[1.0, 1.0, 0.0]])
+    padded = torch.cat([loss, torch.zeros(1, 5)], -1), torch.cat([mask, torch.zeros(1, 5)], -1)
+    agg = AGGREGATIONS.get("seq_mean_token_sum_norm")
+    assert agg(loss, mask, norm=512).item() == agg(*padded, norm=512).item() == pytest.approx(3 / 512)
+
+
 def test_aggregations_hand_worked():
     loss = torch.tensor([[1.0, 2.0, 9.0], [4.0, 9.0, 9.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     assert AGGREGATIONS.get("token_mean")(loss, mask).item() == pytest.approx(7 / 3)
     assert AGGREGATIONS.get("seq_mean_token_mean")(loss, mask).item() == pytest.approx(2.75)
-    assert AGGREGATIONS.get("seq_mean_token_sum_norm")(loss, mask).item() == pytest.approx((3 / 3 + 4 / 3) / 2)
+    with pytest.raises(ValueError, match="constant normaliser"):
+        AGGREGATIONS.get("seq_mean_token_sum_norm")(loss, mask)  # the padded length is not a constant
     assert AGGREGATIONS.get("seq_mean_token_sum_norm")(loss, mask, norm=2).item() == pytest.approx((1.5 + 2) / 2)
 
 
