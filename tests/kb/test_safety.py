@@ -17,6 +17,7 @@ from kgreason.kb import (
     KBUnavailable,
     OxigraphKB,
     SparqlEndpointKB,
+    TripleStoreKB,
     check_read_only,
 )
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer, free_port
@@ -331,3 +332,30 @@ def test_engine_evaluation_errors_are_typed(demo_oxigraph):
     for budget in (None, 5.0):
         with pytest.raises(KBQueryError, match="custom function"):
             demo_oxigraph._select("SELECT ?x WHERE { ?s ?p ?o BIND(<http://x/f>(?o) AS ?x) }", budget, 10)
+
+
+def test_concurrent_cold_casefold_lookups_see_a_full_index(demo_kg):
+    """Threads that all find the case-insensitive index missing build it; none may read it
+    half-filled (it was published empty, then filled: some threads got [])."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = sorted({t.value.lower() for _, r, t in TripleStoreKB.from_triples(demo_kg.triples)._triples
+                    if r == "type.object.name" and t.is_literal})[:200]
+    for _ in range(5):
+        kb = TripleStoreKB.from_triples(demo_kg.triples)  # a cold index each round
+        assert len(names) >= 8
+        barrier = threading.Barrier(8)
+
+        def look(name: str, kb=kb, barrier=barrier) -> list[str]:
+            barrier.wait()
+            return kb.lookup(name.upper())
+
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads often, so a half-built index would be seen
+        try:
+            with ThreadPoolExecutor(8) as pool:
+                found = list(pool.map(look, names[:8]))
+        finally:
+            sys.setswitchinterval(switch)
+        assert all(found), found
