@@ -22,6 +22,7 @@ from kgreason.types import Action, Entity, KBQASample, Observation, Trajectory, 
 
 ANSWER_KB_ERROR = "ANSWER_KB_ERROR"  # the answer step could not ask the KB; its strings stay literal
 MAX_ANSWER_LOOKUPS = 64  # KB look-ups one answer may cost (names already shown are free)
+OBS_FRAME_TOKENS = 64  # header and notes an observation may add on top of its budgeted result list
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,9 @@ class KGEnv:
         action_space: the method's tags and tools.
         kb: the knowledge base (global, or holding per-question subgraphs).
         max_turns: H; on turn H only an answer is accepted (forced final answer).
-        max_obs_tokens: observation budget; longer observations end with "… N more".
+        max_obs_tokens: budget of an observation's result list (the space ends a longer one
+            with "… N more"); the whole observation, header and notes included, is cut at
+            ``max_obs_tokens + OBS_FRAME_TOKENS``.
         count_tokens: token counter for budgets (a tokenizer's, or an estimate).
         resolve_answers: map answer strings to KB ids where the KB knows them.
     """
@@ -239,9 +242,11 @@ class KGEnv:
         t0 = time.perf_counter()
         result = self._step(policy_text)
         obs = result.observation
-        # the spaces hold their results to the budget; this catches what they echo back
-        if len(obs) > self.max_obs_tokens and self.count_tokens(obs) > self.max_obs_tokens:
-            result.observation = self._cut(obs)
+        # the spaces hold their result lists to the budget and add a header and notes; this
+        # catches what they echo back (a 1 MB name in the header)
+        cap = self.max_obs_tokens + OBS_FRAME_TOKENS
+        if len(obs) > cap and self.count_tokens(obs) > cap:
+            result.observation = self._cut(obs, cap)
         if state.turn >= self.max_turns and not result.done:
             # Forced final answer: the last turn executes no query.
             result = replace(result, observation="", done=True, error=result.error or "NO_ANSWER", forced=True)
@@ -264,8 +269,7 @@ class KGEnv:
             self.trajectory.answer = result.answer
         return result
 
-    def _cut(self, obs: str) -> str:
-        budget = self.max_obs_tokens
+    def _cut(self, obs: str, budget: int) -> str:
         cut = obs[: 4 * budget]
         while cut and self.count_tokens(cut) > budget:
             cut = cut[: len(cut) * 3 // 4]

@@ -6,7 +6,7 @@ import pytest
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
-from kgreason.envs.base import ANSWER_KB_ERROR, MAX_ANSWER_LOOKUPS
+from kgreason.envs.base import ANSWER_KB_ERROR, MAX_ANSWER_LOOKUPS, OBS_FRAME_TOKENS
 from kgreason.envs.text import approx_tokens
 from kgreason.errors import KBUnavailable
 from kgreason.kb import OxigraphKB
@@ -89,4 +89,4 @@ def test_an_observation_is_held_to_its_budget_whatever_the_input(demo_oxigraph, 
     env.reset(question)
     r = env.step(text)
     assert not r.done and r.observation
-    assert approx_tokens(r.observation) <= 128 + 16  # the budget, and the note that says so
+    assert approx_tokens(r.observation) <= 128 + OBS_FRAME_TOKENS + 16  # budget, frame, the note saying so
