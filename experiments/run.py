@@ -21,7 +21,6 @@ from typing import Any
 
 import hydra
 import lightning as L
-import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -29,21 +28,28 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from kgreason.compose import Parts, build_parts, validate_config
+from kgreason.errors import ConfigError
 from kgreason.eval import EvalReport, evaluate
 from kgreason.training import JsonlSink, LengthGroupedBatches, RLLitModule, SFTLitModule, collate
+from kgreason.training.resume import (
+    IterationCheckpoint,
+    ResumingCSVLogger,
+    atomic_save,
+    drop_jsonl_rows,
+    rl_progress,
+)
 
 log = logging.getLogger("kgreason.run")
 
 
 def save_policy(policy, path: Path) -> None:
     """Save the trained weights (the LoRA adapter stack, or everything when fully fine-tuned)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(policy.checkpoint_state(), path)
+    atomic_save(policy.checkpoint_state(), path)
 
 
-def trainer(cfg: DictConfig, out: Path, name: str, **kw: Any) -> L.Trainer:
+def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any) -> L.Trainer:
     return L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), default_root_dir=out,
-                     logger=L.pytorch.loggers.CSVLogger(out, name=name, version=""),
+                     logger=logger or L.pytorch.loggers.CSVLogger(out, name=name, version=""),
                      enable_model_summary=False, log_every_n_steps=1, **kw)
 
 
@@ -76,18 +82,31 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     return len(trajs)
 
 
-def reinforce(p: Parts, cfg: DictConfig, out: Path) -> None:
+def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
+    """The RL stage; ``start`` > 0 resumes ``cfg.resume`` after that many iterations."""
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
     module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"))
-    ckpt = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=out / "checkpoints" / "rl", save_last=True, every_n_train_steps=cfg.rl.checkpoint_every)
+    if start:
+        # what the killed run wrote after its checkpoint is redone now: drop it first
+        n = drop_jsonl_rows(out / "trajectories.jsonl",
+                            lambda r: (r.get("stage") == "train" and r.get("step", -1) >= start)
+                            or r.get("stage") == "eval/trained")
+        log.info("resuming RL after iteration %d; dropped %d trajectories written after the checkpoint", start, n)
+        try:
+            prompts = p.prompts(p.train, start=start)
+        except TypeError as e:
+            raise ConfigError(f"curriculum {cfg.curriculum.get('_target_')} takes no `start`: "
+                              "it cannot resume at a later batch") from e
+    else:
+        prompts = p.prompts(p.train)
+    tr = trainer(cfg, out, "rl", logger=ResumingCSVLogger(out, name="rl", version="", start=start),
+                 max_steps=-1, max_epochs=1, enable_checkpointing=False,
+                 callbacks=[IterationCheckpoint(out / "checkpoints" / "rl", every=cfg.rl.checkpoint_every)])
     # One epoch of an endless prompt stream, which the module ends after its iterations.
-    tr = trainer(cfg, out, "rl", max_steps=-1, max_epochs=1, callbacks=[ckpt])
     with warnings.catch_warnings():
-        # Lightning warns that a checkpoint holds the weights after the update; resuming
-        # from the iteration after it wants exactly those.
-        warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual optimization")
-        tr.fit(module, DataLoader(p.prompts(p.train), batch_size=None), ckpt_path=cfg.resume)
+        # resuming mid-epoch of an endless stream: the stream itself skips what was done
+        warnings.filterwarnings("ignore", message=".*resuming from a mid-epoch checkpoint.*")
+        tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
     save_policy(p.policy, out / "checkpoints" / "policy.pt")
 
 
@@ -133,12 +152,20 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
     results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
+    # a resumed run continues the killed one's RL stage, in its folder, and keeps its evaluations
+    start = rl_progress(cfg.resume) if cfg.resume else 0
+    if cfg.resume:
+        results["resumed"] = {"checkpoint": str(cfg.resume), "after_iteration": start}
+        for tag in ("untrained", "sft"):
+            if (out / f"eval_{tag}.jsonl").is_file():
+                rows = [json.loads(x) for x in (out / f"eval_{tag}.jsonl").read_text(encoding="utf-8").splitlines()]
+                reports[tag] = EvalReport.from_rows(rows)
 
-    if cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained):
+    if not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
         reports[tag] = run_eval(p, cfg, out, tag)
 
-    if cfg.stage in ("all", "sft") and cfg.sft.steps > 0:
+    if not cfg.resume and cfg.stage in ("all", "sft") and cfg.sft.steps > 0:
         results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
             results["cold_start_report"] = p.cold_start.report
@@ -151,7 +178,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             results["ranker"] = figures
 
     if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
-        reinforce(p, cfg, out)
+        reinforce(p, cfg, out, start)
 
     if cfg.stage == "all":
         reports["trained"] = run_eval(p, cfg, out, "trained")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from kgreason.envs.factory import EnvFactory
 from kgreason.kb.base import KnowledgeBase
@@ -29,6 +29,7 @@ from kgreason.rollout.engine import Engine
 from kgreason.rollout.multiturn import MultiTurnRollout
 from kgreason.training.cold_start import ColdStart
 from kgreason.training.experience import ExperienceSource
+from kgreason.training.resume import run_dir_of
 from kgreason.training.rl import RLConfig
 from kgreason.types import KBQASample
 
@@ -36,6 +37,9 @@ from kgreason.types import KBQASample
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
 #: what ``stage=`` may say
 STAGES = ("all", "eval", "sft", "rl")
+
+# config.yaml's hydra.run.dir: a resumed run writes on in the folder it started in
+OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -63,6 +67,8 @@ def validate_config(cfg: DictConfig) -> None:
         path = cfg.get(key)
         if path and not Path(path).is_file():
             raise ConfigError(f"{key}={path!r}: no such file")
+    if cfg.get("resume") and stage not in ("all", "rl"):
+        raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
 
 
 def compose_config(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:

@@ -28,6 +28,19 @@ class EvalReport:
     #: by the question's hop count (MetaQA 1/2/3-hop); empty when no question has one
     by_hops: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    @classmethod
+    def from_rows(cls, rows: Sequence[dict[str, Any]]) -> EvalReport:
+        """The report of per-question rows (as written to ``eval_<tag>.jsonl``)."""
+        by_level, by_qtype, by_hops = defaultdict(list), defaultdict(list), defaultdict(list)
+        for r in rows:
+            by_level[str(r["level"])].append(r)
+            by_qtype[str(r["qtype"])].append(r)
+            if r["hops"] is not None:
+                by_hops[str(r["hops"])].append(r)
+        return cls(_mean(rows), {k: _mean(v) for k, v in by_level.items()},
+                   {k: _mean(v) for k, v in by_qtype.items()}, list(rows),
+                   {k: _mean(v) for k, v in by_hops.items()})
+
     def markdown(self, title: str = "") -> str:
         keys = ["n", "em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
                 "kb_calls", "latency_s"]
@@ -118,12 +131,4 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
             rows.append(row)
         if progress:
             progress(len(chunk))
-    by_level, by_qtype, by_hops = defaultdict(list), defaultdict(list), defaultdict(list)
-    for r in rows:
-        by_level[str(r["level"])].append(r)
-        by_qtype[str(r["qtype"])].append(r)
-        if r["hops"] is not None:
-            by_hops[str(r["hops"])].append(r)
-    return EvalReport(_mean(rows), {k: _mean(v) for k, v in by_level.items()},
-                      {k: _mean(v) for k, v in by_qtype.items()}, rows,
-                      {k: _mean(v) for k, v in by_hops.items()}), all_trajs
+    return EvalReport.from_rows(rows), all_trajs

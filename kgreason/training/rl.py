@@ -61,22 +61,30 @@ class RLConfig:
 
 
 class PromptStream(IterableDataset):
-    """Endless shuffled batches of questions (one batch per training step)."""
+    """Endless shuffled batches of questions (one batch per training step).
 
-    def __init__(self, samples: Sequence[KBQASample], batch_size: int, seed: int = 0):
+    ``start`` skips that many batches (a resumed run goes on with the questions an
+    uninterrupted run would see next).
+    """
+
+    def __init__(self, samples: Sequence[KBQASample], batch_size: int, seed: int = 0, start: int = 0):
         if not samples:
             raise ValueError("no training samples")
         self.samples = list(samples)
         self.batch_size = batch_size
         self.seed = seed
+        self.start = start
 
     def __iter__(self) -> Iterator[list[KBQASample]]:
         rng = random.Random(self.seed)
+        it = 0
         while True:
             order = self.samples[:]
             rng.shuffle(order)
             for i in range(0, len(order) - self.batch_size + 1, self.batch_size):
-                yield order[i : i + self.batch_size]
+                if it >= self.start:
+                    yield order[i : i + self.batch_size]
+                it += 1
 
 
 class JsonlSink:
@@ -129,12 +137,29 @@ class RLLitModule(L.LightningModule):
         self.sink = sink
         self.estimator = get_advantage(self.cfg.advantage)
         self.iteration = 0
+        self._rng_to_restore: dict[str, Any] | None = None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["rl_iteration"] = self.iteration
+        # sampling and mini-batch order draw from the global generators; with their state
+        # a resumed run samples what an uninterrupted one would
+        checkpoint["rl_rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
+                                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.iteration = checkpoint.get("rl_iteration", 0)
+        # applied at the next step: Lightning draws from the generator between loading
+        # and the first batch (the data loader's base seed)
+        self._rng_to_restore = checkpoint.get("rl_rng")
+
+    def _restore_rng(self) -> None:
+        state, self._rng_to_restore = self._rng_to_restore, None
+        if state is None:
+            return
+        torch.set_rng_state(state["torch"])
+        random.setstate(state["python"])
+        if state.get("cuda") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
 
     def configure_optimizers(self):
         return torch.optim.AdamW(list(self.policy.parameters()), lr=self.cfg.lr,
@@ -143,8 +168,15 @@ class RLLitModule(L.LightningModule):
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         return batch  # questions, not tensors: rollouts build their tensors on the policy's device
 
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> int | None:
+        # a run resumed from its last checkpoint has nothing left to do but load the weights
+        if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
+            return -1  # Lightning: end the epoch
+        return None
+
     # ------------------------------------------------------------------ step
     def training_step(self, batch: list[KBQASample], batch_idx: int) -> None:
+        self._restore_rng()
         exp = self.source.collect(batch, self.make_env, self.iteration)
         kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
         logs = dict(exp.logs)

@@ -1,0 +1,180 @@
+"""Crash-safe RL checkpoints and resuming a killed run where it stopped.
+
+A run killed mid-RL (``kill -9``, a lost machine) resumes with
+``python experiments/run.py ... resume=<run>/checkpoints/rl/last.ckpt``: outputs go on in
+``<run>``, the prompt stream skips the batches already trained on, and the trajectories and
+metrics written after the checkpoint (the work being redone) are dropped first, so the
+resumed run's files equal an uninterrupted run's (``tests/experiments/test_resume.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.fabric.loggers.csv_logs import _ExperimentWriter
+from lightning.pytorch.loggers import CSVLogger
+
+from kgreason.errors import ConfigError
+
+#: checkpoint key of the RL iterations done
+ITERATION_KEY = "rl_iteration"
+
+
+def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | None = None) -> Path:
+    """Write ``obj`` to ``path`` so that a reader (or a crash) never sees half a file.
+
+    The bytes go to ``<path>.tmp`` first, are flushed to disk, then renamed over ``path``
+    (``os.replace`` is atomic on POSIX and Windows).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    (save or (lambda o, p: torch.save(o, p)))(obj, str(tmp))
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def rl_progress(ckpt: str | Path) -> int:
+    """RL iterations completed in a Lightning checkpoint of :class:`~kgreason.training.RLLitModule`.
+
+    Raises:
+        ConfigError: the file is not such a checkpoint.
+    """
+    try:
+        # mmap: only the few bytes of the counter are read, not the weights
+        state = torch.load(ckpt, map_location="cpu", mmap=True, weights_only=False)
+    except Exception as e:  # a truncated or foreign file: torch raises several kinds
+        raise ConfigError(f"resume={str(ckpt)!r} is not a readable checkpoint ({type(e).__name__}: {e})") from e
+    if not isinstance(state, dict) or ITERATION_KEY not in state:
+        raise ConfigError(f"resume={str(ckpt)!r} is not an RL checkpoint (no {ITERATION_KEY!r}); "
+                          "resume takes <run>/checkpoints/rl/last.ckpt")
+    return int(state[ITERATION_KEY])
+
+
+def run_dir_of(ckpt: str | Path | None, default: str) -> str:
+    """The run folder a checkpoint belongs to (``<run>/checkpoints/rl/x.ckpt``), else ``default``.
+
+    Used as ``hydra.run.dir`` so that a resumed run writes on in the folder it started.
+
+    >>> run_dir_of(None, "outputs/new")
+    'outputs/new'
+    """
+    if ckpt:
+        p = Path(ckpt).resolve()
+        run = p.parent.parent.parent
+        if p.parent.name == "rl" and p.parent.parent.name == "checkpoints" and (run / "config.yaml").is_file():
+            return str(run)
+    return default
+
+
+def drop_jsonl_rows(path: str | Path, drop: Callable[[dict[str, Any]], bool]) -> int:
+    """Remove the rows of a JSON-lines file for which ``drop(row)`` holds; returns how many.
+
+    A last line cut short by a crash is dropped too. The file is replaced atomically.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    kept, dropped = [], 0
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                dropped += 1
+                continue
+            if drop(row):
+                dropped += 1
+            else:
+                kept.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        atomic_save(kept, path, lambda rows, p: Path(p).write_text("".join(rows), encoding="utf-8"))
+    return dropped
+
+
+class _ResumingWriter(_ExperimentWriter):
+    """Lightning's CSV writer, keeping the rows of iterations before ``start`` instead of deleting the file."""
+
+    def __init__(self, log_dir: str, start: int):
+        self.start = start
+        super().__init__(log_dir)
+
+    def _check_log_dir_exists(self) -> None:
+        if not os.path.isfile(self.metrics_file_path):
+            return
+        with open(self.metrics_file_path, newline="") as f:
+            reader = csv.DictReader(f)
+            # Lightning's writer keeps its columns sorted (and appends in that order)
+            header = sorted(reader.fieldnames or [])
+            rows = [r for r in reader if _iteration(r) < self.start]
+        with open(self.metrics_file_path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=header)
+            w.writeheader()
+            w.writerows(rows)
+        self.metrics_keys = header
+
+
+def _iteration(row: dict[str, str]) -> float:
+    v = row.get("train/iteration") or ""
+    return float(v) if v else -1.0
+
+
+class ResumingCSVLogger(CSVLogger):
+    """:class:`CSVLogger` that continues ``metrics.csv`` from RL iteration ``start`` on.
+
+    Rows of iterations ``>= start`` (logged after the checkpoint, redone now) are dropped;
+    earlier rows stay. Lightning's own logger deletes the whole file on a second run.
+    """
+
+    def __init__(self, *args: Any, start: int, **kw: Any):
+        super().__init__(*args, **kw)
+        self._start = start
+
+    @property
+    def experiment(self) -> _ExperimentWriter:
+        if self._experiment is None:
+            os.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _ResumingWriter(self.log_dir, self._start)
+        return self._experiment
+
+
+class IterationCheckpoint(L.Callback):
+    """Saves ``<dirpath>/last.ckpt`` every ``every`` RL iterations and at the end, atomically.
+
+    Lightning's ``ModelCheckpoint`` counts optimizer steps (several per RL iteration, and
+    a variable number), versions a second ``last.ckpt`` as ``last-v1.ckpt``, and writes in
+    place, so a kill during the write leaves a checkpoint that cannot be read.
+    """
+
+    def __init__(self, dirpath: str | Path, every: int = 1):
+        if every < 1:
+            raise ValueError(f"checkpoint every {every} iterations: must be at least 1")
+        self.dirpath = Path(dirpath)
+        self.every = every
+
+    @property
+    def last(self) -> Path:
+        return self.dirpath / "last.ckpt"
+
+    def _save(self, trainer: L.Trainer) -> None:
+        atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p))
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        if getattr(pl_module, "iteration", 0) % self.every == 0:
+            self._save(trainer)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if getattr(pl_module, "iteration", 0) % self.every != 0:
+            self._save(trainer)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dirpath={str(self.dirpath)!r}, every={self.every})"
