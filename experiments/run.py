@@ -15,45 +15,50 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
-import lightning as L
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from torch.utils.data import DataLoader
-from tqdm import tqdm
 
-from kgreason.compose import Parts, build_parts, validate_config
+# only the config checks load before the command line is known to be good; torch,
+# Lightning, transformers and the KBs load after (a typo is answered in about a second)
+from kgreason.config import check_overrides, validate_config
 from kgreason.errors import ConfigError
-from kgreason.eval import EvalReport, evaluate
-from kgreason.training import JsonlSink, LengthGroupedBatches, RLLitModule, SFTLitModule, collate
-from kgreason.training.resume import (
-    IterationCheckpoint,
-    ResumingCSVLogger,
-    atomic_save,
-    drop_jsonl_rows,
-    rl_progress,
-)
+
+if TYPE_CHECKING:
+    import lightning as L
+
+    from kgreason.compose import Parts
+    from kgreason.eval import EvalReport
 
 log = logging.getLogger("kgreason.run")
 
 
 def save_policy(policy, path: Path) -> None:
     """Save the trained weights (the LoRA adapter stack, or everything when fully fine-tuned)."""
+    from kgreason.training.resume import atomic_save
+
     atomic_save(policy.checkpoint_state(), path)
 
 
 def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any) -> L.Trainer:
+    import lightning as L
+
     return L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), default_root_dir=out,
                      logger=logger or L.pytorch.loggers.CSVLogger(out, name=name, version=""),
                      enable_model_summary=False, log_every_n_steps=1, **kw)
 
 
 def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
+    from tqdm import tqdm
+
+    from kgreason.eval import evaluate
+    from kgreason.training import JsonlSink
+
     bar = tqdm(total=len(p.dev), desc=f"eval ({tag})", unit="q")
     report, trajs = evaluate(p.eval_rollout, p.make_env, p.dev, batch_size=cfg.eval.batch_size,
                              n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update)
@@ -67,6 +72,11 @@ def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
 
 def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     """SFT on the cold-start builder's trajectories; returns how many there were."""
+    from hydra.utils import instantiate
+    from torch.utils.data import DataLoader
+
+    from kgreason.training import LengthGroupedBatches, SFTLitModule, collate
+
     trajs = p.cold_start(p.train, p.make_env, p.policy)
     if not trajs:
         return 0
@@ -84,6 +94,11 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
 
 def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     """The RL stage; ``start`` > 0 resumes ``cfg.resume`` after that many iterations."""
+    from torch.utils.data import DataLoader
+
+    from kgreason.training import JsonlSink, RLLitModule
+    from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
+
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
     module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"))
     if start:
@@ -147,6 +162,12 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     validate_config(cfg)
+    import lightning as L
+
+    from kgreason.compose import build_parts
+    from kgreason.eval import EvalReport
+    from kgreason.training.resume import rl_progress
+
     L.seed_everything(cfg.seed, verbose=False)
     p = build_parts(cfg)
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
@@ -197,5 +218,16 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     return results
 
 
+def _precheck(argv: list[str]) -> None:
+    """Answer a bad override before Hydra and the heavy imports (multirun and flags: Hydra's)."""
+    if any(a.startswith("-") for a in argv):
+        return
+    try:
+        validate_config(check_overrides([a for a in argv if not a.lstrip("+~").startswith("hydra")]))
+    except ConfigError as e:
+        sys.exit(f"ConfigError: {e}")
+
+
 if __name__ == "__main__":
+    _precheck(sys.argv[1:])
     main()

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from kgreason.config import CONFIG_DIR, STAGES, compose_config, validate_config  # noqa: F401 - re-exported
 from kgreason.envs.factory import EnvFactory
 from kgreason.kb.base import KnowledgeBase
 from kgreason.rewards.base import RewardFn
@@ -29,56 +30,8 @@ from kgreason.rollout.engine import Engine
 from kgreason.rollout.multiturn import MultiTurnRollout
 from kgreason.training.cold_start import ColdStart
 from kgreason.training.experience import ExperienceSource
-from kgreason.training.resume import run_dir_of
 from kgreason.training.rl import RLConfig
 from kgreason.types import KBQASample
-
-#: where the runner's config groups live
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
-#: what ``stage=`` may say
-STAGES = ("all", "eval", "sft", "rl")
-
-# config.yaml's hydra.run.dir: a resumed run writes on in the folder it started in
-OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
-
-
-def validate_config(cfg: DictConfig) -> None:
-    """Refuse a config that cannot run, before anything loads (a model takes seconds).
-
-    Raises:
-        ConfigError: an unknown ``stage``, or a ``checkpoint``/``resume`` path that is not
-            a file; the message names the bad value and the valid choices.
-
-    >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
-    Traceback (most recent call last):
-    ...
-    kgreason.errors.ConfigError: stage='evl' is not a stage; choose one of all, eval, sft, rl (did you mean 'eval'?)
-    """
-    import difflib
-
-    from kgreason.errors import ConfigError
-
-    stage = cfg.get("stage")
-    if stage not in STAGES:
-        close = difflib.get_close_matches(str(stage), STAGES, n=1)
-        raise ConfigError(f"stage={stage!r} is not a stage; choose one of {', '.join(STAGES)}"
-                          + (f" (did you mean {close[0]!r}?)" if close else ""))
-    for key in ("checkpoint", "resume"):
-        path = cfg.get(key)
-        if path and not Path(path).is_file():
-            raise ConfigError(f"{key}={path!r}: no such file")
-    if cfg.get("resume") and stage not in ("all", "rl"):
-        raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
-
-
-def compose_config(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
-    """Compose the runner's config in-process (no subprocess), as ``run.py`` would see it."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(str(Path(config_dir or CONFIG_DIR).resolve()), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
 
 
 @dataclass

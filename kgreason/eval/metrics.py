@@ -1,8 +1,11 @@
 """Answer-set metrics over normalised answers (design §10, docs/design.md).
 
 A predicted answer matches a gold answer when their KB ids are equal, or when their
-normalised names / aliases / literal values are equal. Gold may hold several variants
-(WebQSP parses); :func:`f1` is then the best over them when ``variants`` is given.
+normalised names / aliases / literal values are equal. Each answer counts at most once:
+true positives are a maximum one-to-one matching between predictions and gold, so
+naming "Paris" once against two gold entities called Paris (different ids) recalls one
+of them, not both. Gold may hold several variants (WebQSP parses); :func:`f1` is then
+the best over them when ``variants`` is given.
 """
 
 from __future__ import annotations
@@ -52,28 +55,79 @@ def matches(pred: Entity | str, gold: Entity | str) -> bool:
 
 
 def precision_recall_f1(pred: Sequence[Entity | str], gold: Sequence[Entity | str]) -> tuple[float, float, float]:
-    """Set precision, recall and F1 (duplicates in ``pred`` are counted once).
+    """Set precision, recall and F1 over a one-to-one matching (duplicates in ``pred`` count once).
 
     >>> precision_recall_f1(["Paris", "Lyon"], [Entity("m.1", "Paris")])
     (0.5, 1.0, 0.6666666666666666)
+    >>> precision_recall_f1(["Paris"], [Entity("m.1", "Paris"), Entity("m.2", "Paris")])
+    (1.0, 0.5, 0.6666666666666666)
     """
     preds = _dedup(pred)
     golds = _dedup(gold)
     if not preds or not golds:
         return (0.0, 0.0, 0.0) if preds or golds else (1.0, 1.0, 1.0)
-    tp_p = sum(any(matches(p, g) for g in golds) for p in preds)
-    tp_g = sum(any(matches(p, g) for p in preds) for g in golds)
-    prec, rec = tp_p / len(preds), tp_g / len(golds)
+    tp = _max_matching([_keys(p) for p in preds], [_keys(g) for g in golds])
+    prec, rec = tp / len(preds), tp / len(golds)
     f = 0.0 if prec + rec == 0 else 2 * prec * rec / (prec + rec)
     return prec, rec, f
 
 
+def _kb_id(x: Entity | str) -> str | None:
+    """The KB id of an entity; ``None`` for strings, literals and unresolved names (id == name)."""
+    if isinstance(x, Entity) and x.id and not x.datatype and x.id != x.name:
+        return x.id
+    return None
+
+
 def _dedup(xs: Sequence[Entity | str]) -> list[Entity | str]:
+    """Drop repeats; two entities with different KB ids are never repeats, whatever their names."""
     out: list[Entity | str] = []
     for x in xs:
-        if not any(matches(x, y) for y in out):
+        ix = _kb_id(x)
+        if not any((ix == iy) if ix and (iy := _kb_id(y)) else matches(x, y) for y in out):
             out.append(x)
     return out
+
+
+def _max_matching(pred_keys: list[set[str]], gold_keys: list[set[str]]) -> int:
+    """Size of a maximum one-to-one matching of predictions to gold (augmenting paths).
+
+    Iterative: gold sets of thousands (CWQ) would pass Python's recursion limit.
+    """
+    edges = [[j for j, g in enumerate(gold_keys) if p & g] for p in pred_keys]
+    owner: dict[int, int] = {}  # gold index -> prediction index
+    size = 0
+    for root in range(len(edges)):
+        if not edges[root]:
+            continue
+        seen: set[int] = set()
+        # parent[k] = (i, j): prediction k hands its gold j to prediction i on an augmenting path
+        parent: dict[int, tuple[int, int]] = {}
+        stack = [(root, iter(edges[root]))]
+        free: tuple[int, int] | None = None
+        while stack and free is None:
+            i, it = stack[-1]
+            for j in it:
+                if j in seen:
+                    continue
+                seen.add(j)
+                if j not in owner:
+                    free = (i, j)
+                else:
+                    parent[owner[j]] = (i, j)
+                    stack.append((owner[j], iter(edges[owner[j]])))
+                break
+            else:
+                stack.pop()
+        if free is None:
+            continue
+        i, j = free
+        owner[j] = i
+        while i != root:
+            i, j = parent[i]
+            owner[j] = i
+        size += 1
+    return size
 
 
 def f1(pred: Sequence[Entity | str], gold: Sequence[Entity | str],

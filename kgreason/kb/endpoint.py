@@ -51,7 +51,8 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
 
     Raises:
         KBTimeout: the deadline passed, or the server cut the answer with a timeout note.
-        KBQueryError: the answer is not SPARQL JSON, or is larger than ``max_chars``.
+        KBUnavailable: the answer ended inside its results (the connection closed).
+        KBQueryError: the answer is larger than ``max_chars``.
     """
     text = codecs.getincrementaldecoder("utf-8")("replace")
     decoder = json.JSONDecoder()
@@ -84,7 +85,8 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
                 tail = buf[-300:].lower()
                 if "cancel" in tail or "timeout" in tail:
                     raise KBTimeout(f"endpoint cut its answer (server-side timeout): {buf[-120:]}")
-                raise KBQueryError(f"endpoint's answer ended inside its results: {buf[-120:]!r}")
+                # the connection closed mid-answer: the endpoint failed, not the query
+                raise KBUnavailable(f"endpoint's answer ended inside its results: {buf[-120:]!r}")
         elif not chunk:
             return None, None, buf
         if len(buf) > max_chars:
@@ -202,7 +204,8 @@ class SparqlEndpointKB(KnowledgeBase):
                 tail = text[-300:]
                 if "cancel" in tail.lower() or "timeout" in tail.lower():
                     raise KBTimeout(f"endpoint cut its answer (server-side timeout): {tail[-120:]}") from None
-                raise KBQueryError(f"endpoint returned invalid JSON: {tail[-120:]!r}") from None
+                # a cut or garbled body: the endpoint (or a proxy) failed, not the query
+                raise KBUnavailable(f"endpoint returned invalid JSON: {tail[-120:]!r}") from None
         else:
             data = {"head": {"vars": vars_}, "results": {"bindings": bindings}}
         if "boolean" in data:

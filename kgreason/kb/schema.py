@@ -13,6 +13,7 @@ from urllib.parse import quote, unquote
 
 from pyoxigraph import NamedNode
 
+from kgreason.errors import KBQueryError
 from kgreason.types import Term
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -29,6 +30,8 @@ _NOT_ASCII_SAFE = re.compile(f"[^{_ASCII_SAFE}]")
 
 def _encode_char(m: re.Match) -> str:
     ch = m.group()
+    if "\ud800" <= ch <= "\udfff":  # a lone surrogate: no IRI, no UTF-8, holds it
+        raise KBQueryError(f"not valid Unicode: lone surrogate {ch!r}")
     return ch if ord(ch) > 127 and ch.isalnum() else quote(ch, safe="")
 
 
@@ -39,6 +42,9 @@ def encode_iri_part(s: str) -> str:
     'm.x%3E%20.%20%3Fs%20%3Fp%20%3Fo%20.%20%3Cx'
     >>> encode_iri_part("Zürich [film]")
     'Zürich%20%5Bfilm%5D'
+
+    Raises:
+        KBQueryError: ``s`` holds a lone surrogate.
     """
     if _SAFE_RUN.fullmatch(s):
         return s

@@ -21,6 +21,7 @@ import torch
 from lightning.fabric.loggers.csv_logs import _ExperimentWriter
 from lightning.pytorch.loggers import CSVLogger
 
+from kgreason.config import run_dir_of  # noqa: F401 - the resolver behind hydra.run.dir
 from kgreason.errors import ConfigError
 
 #: checkpoint key of the RL iterations done
@@ -58,22 +59,6 @@ def rl_progress(ckpt: str | Path) -> int:
         raise ConfigError(f"resume={str(ckpt)!r} is not an RL checkpoint (no {ITERATION_KEY!r}); "
                           "resume takes <run>/checkpoints/rl/last.ckpt")
     return int(state[ITERATION_KEY])
-
-
-def run_dir_of(ckpt: str | Path | None, default: str) -> str:
-    """The run folder a checkpoint belongs to (``<run>/checkpoints/rl/x.ckpt``), else ``default``.
-
-    Used as ``hydra.run.dir`` so that a resumed run writes on in the folder it started.
-
-    >>> run_dir_of(None, "outputs/new")
-    'outputs/new'
-    """
-    if ckpt:
-        p = Path(ckpt).resolve()
-        run = p.parent.parent.parent
-        if p.parent.name == "rl" and p.parent.parent.name == "checkpoints" and (run / "config.yaml").is_file():
-            return str(run)
-    return default
 
 
 def drop_jsonl_rows(path: str | Path, drop: Callable[[dict[str, Any]], bool]) -> int:
@@ -166,7 +151,7 @@ class IterationCheckpoint(L.Callback):
         return self.dirpath / "last.ckpt"
 
     def _save(self, trainer: L.Trainer) -> None:
-        atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p))
+        atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p, weights_only=False))
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         if getattr(pl_module, "iteration", 0) % self.every == 0:

@@ -148,3 +148,32 @@ def test_an_empty_split_is_a_dataset_error_naming_the_key():
     cfg = compose_config(["method=kg_r1", "preset=smoke", "data.eval_split=validation"])
     with pytest.raises(DatasetError, match=r"data.eval_split='validation': dataset 'demo' has no questions"):
         build_parts(cfg)
+
+
+def test_an_unknown_key_is_answered_with_the_keys_that_exist():
+    from kgreason.config import check_overrides
+
+    with pytest.raises(ConfigError, match=r"rl.iteration is not a key of rl \(keys: checkpoint_every, iterations\); "
+                                          r"did you mean rl.iterations\?"):
+        check_overrides(["method=kg_r1", "preset=smoke", "rl.iteration=3"])
+    with pytest.raises(ConfigError, match=r"trainer.acelerator is not a key of trainer .*did you mean trainer.accelerator"):
+        check_overrides(["trainer.acelerator=gpu"])
+    assert check_overrides(["method=kg_r1", "rl.iterations=3"]).rl.iterations == 3
+
+
+def test_the_command_line_is_checked_before_torch_loads():
+    import subprocess
+    import sys
+
+    run_py = CONFIG_DIR.parent / "run.py"
+    probe = (f"import sys; sys.argv = ['run.py']; sys.path.insert(0, {str(run_py.parent)!r}); import run; "
+             "print(sorted(m for m in ('torch', 'lightning', 'transformers', 'pyoxigraph') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[]"
+    for bad, message in [("rl.iteration=3", "did you mean rl.iterations?"),
+                         ("stage=evl", "did you mean 'eval'?")]:
+        p = subprocess.run([sys.executable, str(run_py), "method=kg_r1", "preset=smoke", bad],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and message in p.stderr, p.stderr[-2000:]
+        assert "Traceback" not in p.stderr

@@ -1,0 +1,113 @@
+"""The runner's config, checked before anything heavy loads (no torch, no engines here).
+
+A typo on the command line should be answered in about a second, not after torch,
+Lightning, transformers and a KB have loaded: ``experiments/run.py`` imports only this
+module before it has checked the overrides (:func:`check_overrides`) and the composed
+config (:func:`validate_config`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from kgreason.errors import ConfigError
+
+#: where the runner's config groups live
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
+#: what ``stage=`` may say
+STAGES = ("all", "eval", "sft", "rl")
+
+
+def run_dir_of(ckpt: str | Path | None, default: str) -> str:
+    """The run folder a checkpoint belongs to (``<run>/checkpoints/rl/x.ckpt``), else ``default``.
+
+    ``hydra.run.dir`` in ``config.yaml``, so that a resumed run writes on in the folder it
+    started in.
+
+    >>> run_dir_of(None, "outputs/new")
+    'outputs/new'
+    """
+    if ckpt:
+        p = Path(ckpt).resolve()
+        run = p.parent.parent.parent
+        if p.parent.name == "rl" and p.parent.parent.name == "checkpoints" and (run / "config.yaml").is_file():
+            return str(run)
+    return default
+
+
+OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
+
+
+def compose_config(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
+    """Compose the runner's config in-process (no subprocess), as ``run.py`` would see it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(str(Path(config_dir or CONFIG_DIR).resolve()), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Refuse a config that cannot run, before anything loads (a model takes seconds).
+
+    Raises:
+        ConfigError: an unknown ``stage``, or a ``checkpoint``/``resume`` path that is not
+            a file; the message names the bad value and the valid choices.
+
+    >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: stage='evl' is not a stage; choose one of all, eval, sft, rl (did you mean 'eval'?)
+    """
+    stage = cfg.get("stage")
+    if stage not in STAGES:
+        close = difflib.get_close_matches(str(stage), STAGES, n=1)
+        raise ConfigError(f"stage={stage!r} is not a stage; choose one of {', '.join(STAGES)}"
+                          + (f" (did you mean {close[0]!r}?)" if close else ""))
+    for key in ("checkpoint", "resume"):
+        path = cfg.get(key)
+        if path and not Path(path).is_file():
+            raise ConfigError(f"{key}={path!r}: no such file")
+    if cfg.get("resume") and stage not in ("all", "rl"):
+        raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
+
+
+_NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+
+
+def check_overrides(overrides: Sequence[str]) -> DictConfig:
+    """Compose with the command line's overrides; a key that does not exist is a
+    :class:`ConfigError` naming the keys that do, and the closest one.
+
+    >>> check_overrides(["method=kg_r1", "rl.iteration=3"])
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: rl.iteration is not a key of rl (keys: checkpoint_every, iterations); did you mean rl.iterations? (to add a new key, write +rl.iteration=...)
+    """
+    from hydra.errors import ConfigCompositionException
+
+    try:
+        return compose_config(overrides)
+    except ConfigCompositionException as e:
+        m = _NOT_IN_STRUCT.search(str(e))
+        if m is None:
+            raise ConfigError(str(e)) from None
+        key = m.group(1)
+        parent, _, leaf = key.rpartition(".")
+        rest = [o for o in overrides if not o.lstrip("+~").startswith(key + "=")]
+        base = compose_config(rest)
+        node = OmegaConf.select(base, parent) if parent else base
+        if not isinstance(node, DictConfig):
+            raise ConfigError(f"{key}: {parent or 'the root'} has no keys") from None
+        keys = sorted(str(k) for k in node)
+        close = difflib.get_close_matches(leaf, keys, n=1)
+        where = parent or "the root config"
+        raise ConfigError(f"{key} is not a key of {where} (keys: {', '.join(keys)})"
+                          + (f"; did you mean {(parent + '.') if parent else ''}{close[0]}?" if close else "")
+                          + f" (to add a new key, write +{key}=...)") from None
