@@ -107,7 +107,24 @@ def check_overrides(overrides: Sequence[str]) -> DictConfig:
             raise ConfigError(f"{key}: {parent or 'the root'} has no keys") from None
         keys = sorted(str(k) for k in node)
         close = difflib.get_close_matches(leaf, keys, n=1)
-        where = parent or "the root config"
-        raise ConfigError(f"{key} is not a key of {where} (keys: {', '.join(keys)})"
-                          + (f"; did you mean {(parent + '.') if parent else ''}{close[0]}?" if close else "")
+        if close:
+            guess = f"{parent}.{close[0]}" if parent else close[0]
+        else:  # the right key in another group (trainer.rl_iteration -> rl.iterations)
+            paths = _paths(base)
+            by_leaf = difflib.get_close_matches(leaf, [p.rpartition(".")[2] for p in paths], n=1, cutoff=0.75)
+            guess = next((p for p in paths if by_leaf and p.rpartition(".")[2] == by_leaf[0]), None)
+        raise ConfigError(f"{key} is not a key of {parent or 'the root config'} (keys: {', '.join(keys)})"
+                          + (f"; did you mean {guess}?" if guess else "")
                           + f" (to add a new key, write +{key}=...)") from None
+
+
+def _paths(cfg: DictConfig, prefix: str = "", depth: int = 3) -> list[str]:
+    """Dotted paths of ``cfg``'s keys, ``depth`` levels down (interpolations left unresolved)."""
+    out = []
+    for k in cfg:
+        path = f"{prefix}{k}"
+        out.append(path)
+        v = cfg._get_node(k)
+        if depth > 1 and isinstance(v, DictConfig):
+            out += _paths(v, path + ".", depth - 1)
+    return out

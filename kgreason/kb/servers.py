@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -57,9 +58,13 @@ def _stop(proc: subprocess.Popen | None, timeout_s: float = 10.0) -> None:
 
 
 class OxigraphServer:
-    """``oxigraph serve-read-only`` over a store directory (needs the ``oxigraph`` wheel)."""
+    """``oxigraph serve-read-only`` over a store directory (needs the ``oxigraph`` wheel).
 
-    def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = None):
+    ``timeout_s`` is the server's own limit per query: a client that gave up on a query
+    (``KBTimeout``) does not stop it, the server's limit does.
+    """
+
+    def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = 30):
         self.binary = shutil.which("oxigraph") or _venv_bin("oxigraph")
         if self.binary is None:
             raise KBUnavailable("the `oxigraph` binary is missing: pip install oxigraph")
@@ -93,7 +98,7 @@ class OxigraphServer:
         cmd = [self.binary, "serve-read-only", "--location", str(self.location),
                "--bind", f"127.0.0.1:{self.port}"]
         if self.timeout_s:
-            cmd += ["--timeout-s", str(self.timeout_s)]
+            cmd += ["--timeout-s", str(math.ceil(self.timeout_s))]  # the CLI takes whole seconds
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_http(self.url + "?query=ASK%7B%7D", self.proc, 30, None)
         return self

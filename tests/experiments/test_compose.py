@@ -158,6 +158,8 @@ def test_an_unknown_key_is_answered_with_the_keys_that_exist():
         check_overrides(["method=kg_r1", "preset=smoke", "rl.iteration=3"])
     with pytest.raises(ConfigError, match=r"trainer.acelerator is not a key of trainer .*did you mean trainer.accelerator"):
         check_overrides(["trainer.acelerator=gpu"])
+    with pytest.raises(ConfigError, match=r"trainer.rl_iteration is not a key of trainer .*did you mean rl.iterations\?"):
+        check_overrides(["trainer.rl_iteration=3"])  # the key lives in another group
     assert check_overrides(["method=kg_r1", "rl.iterations=3"]).rl.iterations == 3
 
 
