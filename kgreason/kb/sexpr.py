@@ -19,7 +19,7 @@ relation into a full IRI through the KB schema (Oxigraph rejects ``ns:a.b.c``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kgreason.errors import KBQueryError
 from kgreason.kb.schema import FREEBASE, KBSchema, sparql_string
@@ -74,6 +74,8 @@ def parse_sexpr(text: str) -> SExpr:
 class _Ctx:
     schema: KBSchema
     n: int = 0
+    #: entity constants of the expression, as SPARQL terms
+    entities: list[str] = field(default_factory=list)
 
     def var(self) -> str:
         self.n += 1
@@ -119,6 +121,7 @@ def _set(ctx: _Ctx, e: SExpr, var: str) -> str:
             return f"VALUES {var} {{ {_literal(e)} }}"
         if _is_class(e) and s.type_relation:
             return f"{var} {s.relation_ref(s.type_relation)} {s.relation_ref(e)} ."
+        ctx.entities.append(s.entity_ref(e))
         return f"VALUES {var} {{ {s.entity_ref(e)} }}"
     if not e:
         raise SExprError("empty expression")
@@ -129,6 +132,8 @@ def _set(ctx: _Ctx, e: SExpr, var: str) -> str:
         rel, arg = args
         if isinstance(arg, str) and not _is_class(arg):
             obj = _literal(arg) if _is_literal(arg) else s.entity_ref(arg)
+            if not _is_literal(arg):
+                ctx.entities.append(obj)
             return _rel(ctx, rel, var, obj)
         y = ctx.var()
         return f"{_rel(ctx, rel, var, y)} {_set(ctx, arg, y)}"
@@ -169,21 +174,33 @@ def _to_relation(r_from: str) -> str:
     raise SExprError(f"cannot derive the end relation of {r_from!r} for TC")
 
 
-def sexpr_to_sparql(sexpr: str | SExpr, schema: KBSchema = FREEBASE) -> str:
+def sexpr_to_sparql(sexpr: str | SExpr, schema: KBSchema = FREEBASE, exclude_entities: bool = False) -> str:
     """Compile an S-expression to a SPARQL SELECT over the answer variable ``?x``.
 
     COUNT queries select ``?count``; everything else selects ``DISTINCT ?x``.
+    ``exclude_entities`` keeps the expression's own entities out of the answers, as
+    GrailQA's official SPARQL does (its FILTERs keep every query node distinct): "which
+    players won matches against X" then does not answer X.
 
     >>> q = sexpr_to_sparql("(COUNT (JOIN film.film.directed_by m.0abc))")
     >>> q.startswith("SELECT (COUNT(DISTINCT ?x) AS ?count)")
     True
+    >>> sexpr_to_sparql("(JOIN people.person.sibling m.1)", exclude_entities=True).endswith(
+    ...     "FILTER(?x NOT IN (<http://rdf.freebase.com/ns/m.1>)) }")
+    True
     """
     tree = parse_sexpr(sexpr) if isinstance(sexpr, str) else sexpr
     ctx = _Ctx(schema)
+
+    def distinct(var: str) -> str:
+        ents = list(dict.fromkeys(ctx.entities))
+        return f" FILTER({var} NOT IN ({', '.join(ents)}))" if exclude_entities and ents else ""
+
     if isinstance(tree, list) and tree and tree[0] == "COUNT":
         if len(tree) != 2:
             raise SExprError("COUNT takes one expression")
-        return f"SELECT (COUNT(DISTINCT ?x) AS ?count) WHERE {{ {_set(ctx, tree[1], '?x')} }}"
+        body = _set(ctx, tree[1], "?x")
+        return f"SELECT (COUNT(DISTINCT ?x) AS ?count) WHERE {{ {body}{distinct('?x')} }}"
     if isinstance(tree, list) and tree and tree[0] in ("ARGMAX", "ARGMIN"):
         if len(tree) != 3:
             raise SExprError(f"{tree[0]} takes an expression and a relation")
@@ -194,10 +211,11 @@ def sexpr_to_sparql(sexpr: str | SExpr, schema: KBSchema = FREEBASE) -> str:
         w = ctx.var()
         return (
             f"SELECT DISTINCT ?x WHERE {{ {body} {_rel(ctx, tree[2], '?x', v)} "
-            f"{{ SELECT ({agg}({w}) AS ?best) WHERE {{ {sub_body} {_rel(ctx, tree[2], '?y', w)} }} }} "
-            f"FILTER({v} = ?best) }}"
+            f"{{ SELECT ({agg}({w}) AS ?best) WHERE {{ {sub_body} {_rel(ctx, tree[2], '?y', w)}{distinct('?y')} }} }} "
+            f"FILTER({v} = ?best){distinct('?x')} }}"
         )
-    return f"SELECT DISTINCT ?x WHERE {{ {_set(ctx, tree, '?x')} }}"
+    body = _set(ctx, tree, "?x")
+    return f"SELECT DISTINCT ?x WHERE {{ {body}{distinct('?x')} }}"
 
 
 def to_text(e: SExpr) -> str:
