@@ -2,7 +2,8 @@
 
 from kgreason.rankers.base import Ranker, TrainableRanker, verbalize_relation
 from kgreason.rankers.dense import DenseIndex, DenseRanker, load_minilm
+from kgreason.rankers.gate import ConfidenceGate, GateDecision
 from kgreason.rankers.graph import Neighbourhood
 
-__all__ = ["DenseIndex", "DenseRanker", "Neighbourhood", "Ranker", "TrainableRanker", "load_minilm",
+__all__ = ["ConfidenceGate", "DenseIndex", "DenseRanker", "GateDecision", "Neighbourhood", "Ranker", "TrainableRanker", "load_minilm",
            "verbalize_relation"]
