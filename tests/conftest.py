@@ -42,14 +42,19 @@ def demo_oxigraph():
     return load_demo_kb("oxigraph")
 
 
-@pytest.fixture(scope="session")
-def oxigraph_server(demo_nt):
+def serve_oxigraph(demo_nt: Path):
+    """A running Oxigraph server on the demo KG (a generator for fixtures), or a skip."""
     try:
         srv = OxigraphServer.from_file(demo_nt)
     except Exception as e:  # noqa: BLE001 - any failure to start is a skip reason
         pytest.skip(f"oxigraph server unavailable: {e}")
     with srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(demo_nt):
+    yield from serve_oxigraph(demo_nt)
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from kgreason.envs.base import ANSWER_KB_ERROR
 from kgreason.errors import KBTimeout, KBUnavailable
 from kgreason.kb import SparqlEndpointKB
 from kgreason.kb.servers import OxigraphServer, free_port
+from tests.conftest import serve_oxigraph
 
 TIMEOUT_S = 2
 RETRIES = 1
@@ -128,12 +129,8 @@ class FaultProxy:
 
 @pytest.fixture(scope="module")
 def server(demo_nt) -> Iterator[OxigraphServer]:
-    try:
-        srv = OxigraphServer.from_file(demo_nt)
-    except Exception as e:  # noqa: BLE001 - any failure to start is a skip reason
-        pytest.skip(f"oxigraph server unavailable: {e}")
-    with srv:
-        yield srv
+    # its own server: these tests freeze it, the session's stays for the others
+    yield from serve_oxigraph(demo_nt)
 
 
 @pytest.fixture
