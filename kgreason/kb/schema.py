@@ -176,3 +176,33 @@ GENERIC = KBSchema(
     type_relation=None,
     lang=None,
 )
+
+
+_PREFIX_DECL = re.compile(r"PREFIX\s+(\w*):\s*<([^>]*)>", re.I)
+_STRING_OR_IRI = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|<[^<>\s]*>")
+
+
+def expand_prefixes(sparql: str, prefixes: dict[str, str]) -> str:
+    """Rewrite ``prefix:local`` names as full IRIs (outside strings and ``<...>``).
+
+    Small policies write ``ns:m.0abc``; Oxigraph rejects dotted local names, so the
+    environment expands them. Declared prefixes in the query win over ``prefixes``.
+
+    >>> expand_prefixes('SELECT ?x WHERE { ns:m.1 ns:film.film.directed_by ?x . }',
+    ...                 {"ns": "http://rdf.freebase.com/ns/"})
+    'SELECT ?x WHERE { <http://rdf.freebase.com/ns/m.1> <http://rdf.freebase.com/ns/film.film.directed_by> ?x . }'
+    """
+    table = dict(prefixes)
+    table.update({p: iri for p, iri in _PREFIX_DECL.findall(sparql)})
+    body = _PREFIX_DECL.sub("", sparql).strip()
+    if not table:
+        return body
+    names = "|".join(re.escape(p) for p in sorted(table, key=len, reverse=True))
+    pat = re.compile(rf"(?<![\w:/?$#])({names}):([A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)")
+    out, last = [], 0
+    for m in _STRING_OR_IRI.finditer(body):
+        out.append(pat.sub(lambda n: f"<{table[n.group(1)]}{n.group(2)}>", body[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(pat.sub(lambda n: f"<{table[n.group(1)]}{n.group(2)}>", body[last:]))
+    return "".join(out)

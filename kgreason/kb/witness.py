@@ -27,7 +27,7 @@ from typing import Any
 
 from kgreason.errors import KBError
 from kgreason.kb.oxigraph import OxigraphKB
-from kgreason.kb.schema import FREEBASE
+from kgreason.kb.schema import FREEBASE, expand_prefixes
 from kgreason.kb.sexpr import sexpr_to_sparql
 from kgreason.types import Term
 
@@ -35,8 +35,6 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 TYPE = "type.object.type"
 COPIES = 3
 _ZONED_DATE = re.compile(r'"(\d{4}-\d\d-\d\d)-08:00"')
-_PREFIX = re.compile(r"PREFIX\s+(\w*):\s*<([^>]*)>", re.I)
-_PNAME = re.compile(r"(?<![\w<\"'/#])(\w*):([A-Za-z_][\w.\-]*[\w\-]|[A-Za-z_])")
 
 
 @dataclass
@@ -114,17 +112,6 @@ def witness_triples(graph_query: dict[str, Any]) -> list[tuple[str, str, str | T
     return list(dict.fromkeys(triples))
 
 
-def expand(sparql: str) -> str:
-    """GrailQA's ``:m.0abc``-style names as full IRIs (Oxigraph rejects dotted local names)."""
-    prefixes = dict(_PREFIX.findall(sparql))
-    body = _PREFIX.sub("", sparql)
-    parts = re.split(r'("(?:[^"\\]|\\.)*"|<[^>]*>)', body)  # leave strings and IRIs alone
-    for i in range(0, len(parts), 2):
-        parts[i] = _PNAME.sub(lambda m: f"<{prefixes[m.group(1)]}{m.group(2)}>" if m.group(1) in prefixes
-                              else m.group(0), parts[i])
-    return "".join(parts)
-
-
 def _values(kb: OxigraphKB, sparql: str) -> list[str]:
     rows = kb.select(sparql)
     return sorted({t.value for r in rows for t in r.values()})
@@ -137,7 +124,7 @@ def check_question(q: dict[str, Any]) -> Check:
     c = Check(str(q.get("qid")), fn, False)
     kb = OxigraphKB.from_triples(witness_triples(q["graph_query"]), schema=FREEBASE)
     try:
-        c.official = _values(kb, expand(q["sparql_query"]))
+        c.official = _values(kb, expand_prefixes(q["sparql_query"], {}))
     except KBError as e:
         c.reason = f"official SPARQL fails: {e}"
         return c
@@ -150,7 +137,7 @@ def check_question(q: dict[str, Any]) -> Check:
     if not c.agree:
         c.reason = _why(q, c)
         untimed = _ZONED_DATE.sub(r'"\1"', q["sparql_query"])
-        if untimed != q["sparql_query"] and _values(kb, expand(untimed)) == c.compiled:
+        if untimed != q["sparql_query"] and _values(kb, expand_prefixes(untimed, {})) == c.compiled:
             c.reason += "; with the zone removed the official query agrees"
     elif not c.official or c.official == ["0"]:
         c.agree, c.reason = False, "both empty: the witness does not exercise the query"
@@ -159,7 +146,7 @@ def check_question(q: dict[str, Any]) -> Check:
 
 def _why(q: dict[str, Any], c: Check) -> str:
     lits = [n for n in q["graph_query"]["nodes"] if n["node_type"] == "literal"]
-    if any("date" in n["id"] for n in lits) and "-08:00" in q["sparql_query"]:
+    if any("date" in n["id"] for n in lits) and _ZONED_DATE.search(q["sparql_query"]):
         return ("the official query writes its date with a time zone (\"...-08:00\"^^xsd:date), which neither "
                 "equals nor orders against the KB's untimed dates; the S-expression's date has no zone")
     if not c.official:
