@@ -36,6 +36,14 @@ _VARS = re.compile(r'"vars"\s*:\s*(\[[^\]]*\])')
 _CHUNK = 1 << 16
 
 
+def _server_cut(text: str) -> KBTimeout | None:
+    """The timeout to raise when an answer's end says the server cancelled it, else ``None``."""
+    tail = text[-300:]
+    if "cancel" in tail.lower() or "timeout" in tail.lower():
+        return KBTimeout(f"endpoint cut its answer (server-side timeout): {tail[-120:]}")
+    return None
+
+
 def read_bindings(response: Any, limit: int, deadline: float | None,
                   max_chars: int) -> tuple[list[str] | None, list[dict] | None, str]:
     """Read a SPARQL JSON answer only as far as its first ``limit`` bindings.
@@ -82,9 +90,8 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
             if len(out) >= limit or buf.startswith("]"):
                 return vars_, out, ""
             if not chunk:
-                tail = buf[-300:].lower()
-                if "cancel" in tail or "timeout" in tail:
-                    raise KBTimeout(f"endpoint cut its answer (server-side timeout): {buf[-120:]}")
+                if (cut := _server_cut(buf)) is not None:
+                    raise cut
                 # the connection closed mid-answer: the endpoint failed, not the query
                 raise KBUnavailable(f"endpoint's answer ended inside its results: {buf[-120:]!r}")
         elif not chunk:
@@ -201,11 +208,10 @@ class SparqlEndpointKB(KnowledgeBase):
             try:
                 data = json.loads(text)
             except json.JSONDecodeError:
-                tail = text[-300:]
-                if "cancel" in tail.lower() or "timeout" in tail.lower():
-                    raise KBTimeout(f"endpoint cut its answer (server-side timeout): {tail[-120:]}") from None
+                if (cut := _server_cut(text)) is not None:
+                    raise cut from None
                 # a cut or garbled body: the endpoint (or a proxy) failed, not the query
-                raise KBUnavailable(f"endpoint returned invalid JSON: {tail[-120:]!r}") from None
+                raise KBUnavailable(f"endpoint returned invalid JSON: {text[-120:]!r}") from None
         else:
             data = {"head": {"vars": vars_}, "results": {"bindings": bindings}}
         if "boolean" in data:

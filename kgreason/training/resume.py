@@ -23,9 +23,7 @@ from lightning.pytorch.loggers import CSVLogger
 
 from kgreason.config import run_dir_of  # noqa: F401 - the resolver behind hydra.run.dir
 from kgreason.errors import ConfigError
-
-#: checkpoint key of the RL iterations done
-ITERATION_KEY = "rl_iteration"
+from kgreason.training.rl import ITERATION_KEY
 
 
 def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | None = None) -> Path:

@@ -60,6 +60,10 @@ class RLConfig:
     iterations: int | None = None
 
 
+#: checkpoint key of the RL iterations done (read back by :func:`kgreason.training.resume.rl_progress`)
+ITERATION_KEY = "rl_iteration"
+
+
 class PromptStream(IterableDataset):
     """Endless shuffled batches of questions (one batch per training step).
 
@@ -140,14 +144,14 @@ class RLLitModule(L.LightningModule):
         self._rng_to_restore: dict[str, Any] | None = None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["rl_iteration"] = self.iteration
+        checkpoint[ITERATION_KEY] = self.iteration
         # sampling and mini-batch order draw from the global generators; with their state
         # a resumed run samples what an uninterrupted one would
         checkpoint["rl_rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(),
                                 "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.iteration = checkpoint.get("rl_iteration", 0)
+        self.iteration = checkpoint.get(ITERATION_KEY, 0)
         # applied at the next step: Lightning draws from the generator between loading
         # and the first batch (the data loader's base seed)
         self._rng_to_restore = checkpoint.get("rl_rng")
