@@ -110,7 +110,7 @@ def check_overrides(overrides: Sequence[str]) -> DictConfig:
         if close:
             guess = f"{parent}.{close[0]}" if parent else close[0]
         else:  # the right key in another group (trainer.rl_iteration -> rl.iterations)
-            paths = _paths(base)
+            paths = _paths(OmegaConf.to_container(base, resolve=False))
             by_leaf = difflib.get_close_matches(leaf, [p.rpartition(".")[2] for p in paths], n=1, cutoff=0.75)
             guess = next((p for p in paths if by_leaf and p.rpartition(".")[2] == by_leaf[0]), None)
         raise ConfigError(f"{key} is not a key of {parent or 'the root config'} (keys: {', '.join(keys)})"
@@ -118,13 +118,12 @@ def check_overrides(overrides: Sequence[str]) -> DictConfig:
                           + f" (to add a new key, write +{key}=...)") from None
 
 
-def _paths(cfg: DictConfig, prefix: str = "", depth: int = 3) -> list[str]:
-    """Dotted paths of ``cfg``'s keys, ``depth`` levels down (interpolations left unresolved)."""
+def _paths(tree: dict, prefix: str = "", depth: int = 3) -> list[str]:
+    """Dotted paths of a config's keys (as a plain dict), ``depth`` levels down."""
     out = []
-    for k in cfg:
+    for k, v in tree.items():
         path = f"{prefix}{k}"
         out.append(path)
-        v = cfg._get_node(k)
-        if depth > 1 and isinstance(v, DictConfig):
+        if depth > 1 and isinstance(v, dict):
             out += _paths(v, path + ".", depth - 1)
     return out
