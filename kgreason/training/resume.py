@@ -21,7 +21,6 @@ import torch
 from lightning.fabric.loggers.csv_logs import _ExperimentWriter
 from lightning.pytorch.loggers import CSVLogger
 
-from kgreason.config import run_dir_of  # noqa: F401 - the resolver behind hydra.run.dir
 from kgreason.errors import ConfigError
 from kgreason.training.rl import ITERATION_KEY
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from kgreason.config import run_dir_of
 from kgreason.errors import ConfigError
-from kgreason.training.resume import ResumingCSVLogger, drop_jsonl_rows, rl_progress, run_dir_of
+from kgreason.training.resume import ResumingCSVLogger, drop_jsonl_rows, rl_progress
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS = ("method=kg_r1", "preset=smoke", "rl.iterations=4", "rl.checkpoint_every=1")
