@@ -203,6 +203,10 @@ class KGEnv:
         self.resolve_answers = resolve_answers
         self.state: EpisodeState | None = None
         self.trajectory: Trajectory | None = None
+        #: a note shown after the opening prompt but not recorded in the trajectory: KBQA-R1's
+        #: referenced rejection sampling shows a teacher the gold actions and keeps the
+        #: episode without them
+        self.reference: str | None = None
 
     @property
     def stop_sequences(self) -> tuple[str, ...]:
@@ -220,6 +224,9 @@ class KGEnv:
                 self.state.remember(e.name, e.id)
         messages = self._reset(sample)
         self.trajectory = Trajectory(sample_id=sample.id, prompt=messages)
+        if self.reference:
+            last = messages[-1]
+            return [*messages[:-1], {**last, "content": f"{last['content']}\n\n{self.reference}"}]
         return messages
 
     def step(self, policy_text: str) -> StepResult:

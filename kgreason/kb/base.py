@@ -124,6 +124,22 @@ class KnowledgeBase(abc.ABC):
         )
         return sorted({row["r"].value for row in self._helper(q)})
 
+    def relations_around(self, ids: Sequence[str], direction: str = "out") -> list[str]:
+        """Relations out of (``"out"``: ``(e, r, ?)``) or into (``"in"``: ``(?, r, e)``) any
+        of ``ids``, sorted: the neighbourhood ``R(e_c)`` of a set of entities.
+
+        Raises:
+            ValueError: ``direction`` is neither ``"out"`` nor ``"in"``.
+        """
+        if direction not in ("out", "in"):
+            raise ValueError(f"direction={direction!r}: choose 'out' or 'in'")
+        if not ids:
+            return []
+        values = "VALUES ?e { " + " ".join(self.schema.entity_ref(e) for e in ids) + " }"
+        pattern = "?e ?r ?o ." if direction == "out" else "?o ?r ?e ."
+        q = f"SELECT DISTINCT ?r WHERE {{ {values} {pattern} {self._hidden_filter('?r')} }}"
+        return sorted({row["r"].value for row in self._helper(q)})
+
     def tails(self, e: str, r: str) -> list[Term]:
         """Objects ``o`` of ``(e, r, o)``, sorted (entities and literals)."""
         q = (

@@ -290,10 +290,10 @@ class SExprBuilder:
         self.current = n
         return n
 
-    def find_relation(self, source: str, relation: str, reverse: bool = False) -> int:
+    def find_relation(self, source: str, relation: SExpr, reverse: bool = False) -> int:
         """JOIN over ``relation`` from an entity (a new expression) or from an expression
         (rewritten in place). ``reverse`` follows the relation backwards: ``(R r)``."""
-        rel: SExpr = ["R", relation] if reverse else relation
+        rel: SExpr = ["R", relation] if reverse else relation  # relation may already be ["R", r]
         if self.is_ref(source):
             n = self.ref(source)
             return self._write(n, ["JOIN", rel, self.exprs[n]])
@@ -309,21 +309,29 @@ class SExprBuilder:
         del self.exprs[hi]
         return self._write(lo, merged)
 
-    def order(self, mode: str, relation: str, expression: str | None = None) -> int:
-        """ARGMAX / ARGMIN of an expression by ``relation``."""
+    def order(self, mode: str, relation: SExpr, expression: str | None = None) -> int:
+        """ARGMAX / ARGMIN of an expression by ``relation`` (a name or a chain ``["JOIN", r1, r2]``)."""
         head = {"MAX": "ARGMAX", "MIN": "ARGMIN", "ARGMAX": "ARGMAX", "ARGMIN": "ARGMIN"}.get(mode.upper())
         if head is None:
             raise SExprError(f"Order mode must be MAX or MIN, got {mode!r}")
         n = self.ref(expression)
         return self._write(n, [head, self.exprs[n], relation])
 
-    def compare(self, mode: str, relation: str, value: str, expression: str | None = None) -> int:
+    def compare(self, mode: str, relation: SExpr, value: str, expression: str | None = None) -> int:
         """Members of an expression whose ``relation`` value is lt / le / gt / ge ``value``."""
-        if mode.lower() not in _COMPARATORS:
-            raise SExprError(f"Compare mode must be one of {', '.join(_COMPARATORS)}, got {mode!r}")
         n = self.ref(expression)
-        lit = value if "^^" in value or value.startswith('"') else _typed_number(value)
-        return self._write(n, ["AND", self.exprs[n], [mode.lower(), relation, lit]])
+        return self._write(n, ["AND", self.exprs[n], _comparison(mode, relation, value)])
+
+    def compare_type(self, mode: str, relation: SExpr, value: str, klass: str) -> int:
+        """A new expression: the members of class ``klass`` whose ``relation`` value is
+        lt / le / gt / ge ``value`` (questions without entities: "which mountains are
+        higher than 8,000 m")."""
+        return self._write(max(self.exprs, default=0) + 1, ["AND", klass, _comparison(mode, relation, value)])
+
+    def constrain_type(self, expression: str, klass: str) -> int:
+        """``(AND klass expression)``, written back to the expression's number (a Merge with a type)."""
+        n = self.ref(expression)
+        return self._write(n, ["AND", klass, self.exprs[n]])
 
     def time_constraint(self, relation: str, time: str, expression: str | None = None) -> int:
         """TC: members of an expression whose ``relation`` interval holds at ``time``."""
@@ -342,10 +350,17 @@ class SExprBuilder:
         return sexpr_to_sparql(self.exprs[self.ref(expression)], self.schema)
 
 
+def _comparison(mode: str, relation: SExpr, value: str) -> SExpr:
+    if mode.lower() not in _COMPARATORS:
+        raise SExprError(f"Compare mode must be one of {', '.join(_COMPARATORS)}, got {mode!r}")
+    lit = value if "^^" in value or value.startswith('"') else _typed_number(value)
+    return [mode.lower(), relation, lit]
+
+
 def _typed_number(value: str) -> str:
     v = value.strip()
     if re.fullmatch(r"-?\d+", v):
         return f"{v}^^http://www.w3.org/2001/XMLSchema#integer"
     if re.fullmatch(r"-?\d*\.\d+(?:[eE]-?\d+)?", v):
-        return f"{v}^^http://www.w3.org/2001/XMLSchema#float"
+        return f"{v}^^http://www.w3.org/2001/XMLSchema#decimal"  # SPARQL reads 1.80 as a decimal
     raise SExprError(f"Compare needs a number, got {value!r}")

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kgreason.rankers.base import Ranker
+from kgreason.rankers.base import Ranker, verbalize_relation
 
 _EPS = 1e-6
 Tier = Literal["exact", "accept", "tentative", "reject", "ungated"]
@@ -112,7 +112,8 @@ class ConfidenceGate:
             return GateDecision(proposed, proposed, 1.0, "exact")
         if not relations:
             return GateDecision(proposed, None, 0.0, "reject", [], f'No relations to match "{proposed}" here.')
-        ranked = self.ranker.rank(proposed, list(relations))
+        # the ranker verbalises the candidates (film film directed by); the proposal alike
+        ranked = self.ranker.rank(verbalize_relation(proposed), list(relations))
         best, s_max = ranked[0]
         # scores come as float32 (0.95 is 0.9499999881): compare at that precision
         s_cmp = s_max + _EPS

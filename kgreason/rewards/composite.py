@@ -26,6 +26,8 @@ class Component:
         gate: another component's name, or several; this term counts only when each of
             them has a raw value above ``gate_threshold`` (DTPO gates its outcome on
             format ≥ 0 and progress ≥ 0: two gates at −0.5 over values in {−1, 0, 1}).
+        gate_invert: count only when each gate is at or below ``gate_threshold`` instead
+            (KBQA-R1's code pays a tag-completeness bonus only when F1 = 0).
         from_step / until_step: active for ``from_step <= ctx["step"] < until_step``.
         alias: the name in the output components (default: ``name``).
     """
@@ -35,6 +37,7 @@ class Component:
     kwargs: dict[str, Any] = field(default_factory=dict)
     gate: str | list[str] | None = None
     gate_threshold: float = 0.0
+    gate_invert: bool = False
     from_step: int | None = None
     until_step: int | None = None
     alias: str | None = None
@@ -81,7 +84,7 @@ class CompositeReward:
         comps: dict[str, float] = {}
         for c in self.components:
             out = raw[c.key]
-            on = c.active(step) and all(raw[g].total > c.gate_threshold for g in c.gates)
+            on = c.active(step) and all((raw[g].total > c.gate_threshold) != c.gate_invert for g in c.gates)
             w = c.weight if on else 0.0
             comps[c.key] = out.total
             comps[f"{c.key}/weighted"] = w * out.total

@@ -6,6 +6,7 @@ from kgreason.training.cold_start import (
     DecomposedColdStart,
     NoColdStart,
     OracleColdStart,
+    ReferencedRejectionSampledColdStart,
     RejectionSampledColdStart,
     balance,
     episode_tokens,
@@ -29,7 +30,7 @@ from kgreason.training.sft import SFTLitModule, masked_nll
 
 __all__ = [
     "ColdStart", "CurriculumStream", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
-    "LengthGroupedBatches", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "RejectionSampledColdStart",
+    "LengthGroupedBatches", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
     "RLLitModule", "SFTLitModule", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
     "isp_sft_trajectories", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
 ]

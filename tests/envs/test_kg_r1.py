@@ -171,7 +171,7 @@ def test_contract_errors(demo_oxigraph, sample):
         env.step("x")
     with pytest.raises(EnvError):
         env.reset({"question": "not a sample"})
-    with pytest.raises(RegistryError, match="unknown method .nope.; valid: isp_dtpo, kg_r1"):
+    with pytest.raises(RegistryError, match="unknown method .nope.; valid: isp_dtpo, kbqa_r1, kg_r1, knowcoder_a1"):
         make_env("nope", demo_oxigraph)
     with pytest.raises(TypeError, match="unexpected keyword argument .max_turn."):
         make_env("kg_r1", demo_oxigraph, max_turn=3)

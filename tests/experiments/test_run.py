@@ -119,3 +119,32 @@ def test_knowcoder_a1_smoke_run_reports_its_cold_start(tmp_path):
         assert key in cols, key
     cfg = (out / "config.yaml").read_text()
     assert "on_policy: true" in cfg and "kl_coef: 0.001" in cfg and "until_step: 1" in cfg  # smoke's switch
+
+
+def test_kbqa_r1_smoke_run_reports_its_cold_start(tmp_path):
+    out = tmp_path / "kbqa"
+    p = run("method=kbqa_r1", "preset=smoke", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["sft_trajectories"] > 0 and res["cold_start_report"]["scripted"]
+    assert set(res["eval"]) == {"untrained", "trained"}
+    cols = (out / "rl" / "metrics.csv").read_text().splitlines()[0]
+    for key in ("reward/f1", "reward/format", "train/kl", "train/clip_frac"):
+        assert key in cols, key
+    cfg = (out / "config.yaml").read_text()
+    assert "clip_high: 0.28" in cfg and "norm_by_std: false" in cfg and "tau_high: 0.95" in cfg
+    first = json.loads((out / "trajectories.jsonl").read_text().splitlines()[0])
+    assert "Available Actions:" in first["prompt"][0]["content"]
+    assert "Reference actions" not in (out / "trajectories.jsonl").read_text()
+
+
+def test_the_kbqa_r1_ablations_compose():
+    from hydra.utils import instantiate
+
+    from kgreason.config import compose_config
+
+    cfg = compose_config(["method=kbqa_r1", "reward=kbqa_r1_code", "objective=kbqa_r1_code",
+                          "env.space.gate.enabled=false", "env.space.gate.messages=code", "env.space.actions=webqsp"])
+    space = instantiate(cfg.env, kb=None).space()
+    assert not space.gate.enabled and space.gate.messages == "code" and "Count" not in space.allowed
+    assert [c.key for c in instantiate(cfg.reward).components] == ["f1", "format", "tags"]

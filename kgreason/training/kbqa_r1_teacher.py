@@ -1,0 +1,149 @@
+"""A scripted KBQA-R1 teacher for referenced rejection sampling (RRS).
+
+The paper has Qwen-2.5-72B write the reasoning around the reference actions (paper 000
+§IV-B); no such model runs here, so this teacher reads the reference the environment
+shows it (:attr:`KGEnv.reference`) and writes a short reason before each action. It
+explores the way a model leaning on the relation gate would: with some probability it
+writes a relation by its last word only (``capital`` for ``location.country.capital``)
+or the wrong way round, and lets RRCG snap or turn it (the note stays in the episode);
+the filter keeps what still ends right. Without a reference (standard rejection
+sampling, Table VII's baseline) it can only do what the question and the gate give it:
+from the first candidate entity, it proposes the question's words as a relation, takes
+what the gate selects, and answers with the results.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from kgreason.envs.base import KGEnv
+from kgreason.envs.kbqa_r1 import relation_arg, split_action_args
+from kgreason.errors import ConfigError
+from kgreason.kb.sexpr import to_text
+from kgreason.rankers.base import verbalize_relation
+from kgreason.types import KBQASample, Trajectory
+
+_REF_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\((.*)\)\s*$")
+_RESULTS = re.compile(r"Results \(\d+\): (.*?)(?: … \d+ more)?(?:</information>|$)", re.S)
+_COUNT = re.compile(r"Count: ([^\s<]+)")
+_STOP = {"what", "which", "who", "whom", "where", "when", "is", "are", "was", "were", "the", "a", "an", "of", "in",
+         "did", "does", "do", "has", "have", "how", "many", "by", "to", "for", "on", "at", "and"}
+
+
+def _words(rel: str) -> str:
+    return verbalize_relation(rel).split(" ", 2)[-1] if rel.count(".") >= 2 else verbalize_relation(rel)
+
+
+def _split(args: str) -> list[str]:
+    from kgreason.envs.kbqa_r1 import _split_top
+
+    return _split_top(args)
+
+
+class ScriptedKBQAR1Teacher:
+    """Writes KBQA-R1 episodes from the reference actions, one action per turn.
+
+    Args:
+        p_short: chance to write a relation by its last word only (the gate snaps it).
+        p_flip: chance to write a Find_relation relation the wrong way round (the gate
+            turns it).
+        name: the teacher's name in the acceptance report.
+    """
+
+    def __init__(self, p_short: float = 0.1, p_flip: float = 0.05, name: str = "scripted"):
+        for k, v in (("p_short", p_short), ("p_flip", p_flip)):
+            if not 0.0 <= v <= 1.0:
+                raise ConfigError(f"{k}={v} is not a probability")
+        self.p_short = p_short
+        self.p_flip = p_flip
+        self.name = name
+
+    # ------------------------------------------------------------- episodes
+    def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
+        messages = env.reset(sample)
+        hint = messages[-1]["content"].split("Reference actions", 1)
+        plan = [m.groups() for m in map(_REF_LINE.match, hint[1].splitlines()) if m] if len(hint) > 1 else None
+        if plan:
+            self._referenced(env, sample, plan, rng)
+        else:
+            self._unreferenced(env, sample)
+        assert env.trajectory is not None
+        return env.trajectory
+
+    def _referenced(self, env: KGEnv, sample: KBQASample, plan: list[tuple[str, str]], rng: random.Random) -> None:
+        names = {e.id: e.name or e.id for e in sample.topic_entities}
+        obs = ""
+        for name, args in plan:
+            if env.done:
+                return
+            parts = split_action_args(args)
+            written = self._explore(name, parts, rng)
+            thought = self._thought(name, parts, names, sample.question)
+            r = env.step(f"<think>{thought}</think>\n<action>{name}({', '.join(written)})</action>")
+            obs = r.observation
+        if not env.done:
+            self._answer(env, obs)
+
+    def _unreferenced(self, env: KGEnv, sample: KBQASample) -> None:
+        if not sample.topic_entities:
+            env.step("<think>The question names no entity to start from.</think>\n<answer>unknown</answer>")
+            return
+        e = sample.topic_entities[0]
+        words = [w for w in re.findall(r"[a-z]+", sample.question.lower()) if w not in _STOP]
+        words = [w for w in words if w not in (e.name or "").lower().split()] or ["related"]
+        guess = "_".join(words[:3])
+        r = env.step(f"<think>The question is about {e.name or e.id}; I look for the relation that means "
+                     f"{' '.join(words[:3])}.</think>\n<action>Find_relation({e.id}, {guess})</action>")
+        if not env.done:
+            self._answer(env, r.observation)
+
+    def _answer(self, env: KGEnv, obs: str) -> None:
+        count = _COUNT.search(obs)
+        found = _RESULTS.search(obs)
+        if count:
+            answer, why = count.group(1), "The count answers the question."
+        elif found:
+            answer = " | ".join(x.strip() for x in found.group(1).split(" | ") if x.strip(" |") and x.strip() != "…")
+            why = "The last expression gives the answer."
+        else:
+            answer, why = "unknown", "The expression found nothing."
+        env.step(f"<think>{why}</think>\n<answer>{answer}</answer>")
+
+    # ------------------------------------------------------------ writing
+    def _explore(self, name: str, parts: list[str], rng: random.Random) -> list[str]:
+        out = list(parts)
+        slot = {"Find_relation": 1, "Order": 2, "Compare": 1, "Time_constraint": 0}.get(name)
+        if slot is None or slot >= len(out):
+            return out
+        rel = relation_arg(out[slot])
+        if isinstance(rel, str) and rng.random() < self.p_short:
+            out[slot] = rel.rsplit(".", 1)[-1]
+        elif name == "Find_relation" and rng.random() < self.p_flip:
+            out[slot] = to_text(rel[1]) if isinstance(rel, list) and rel[0] == "R" else f"(R {to_text(rel)})"
+        elif name == "Find_relation" and isinstance(rel, list) and rel[0] == "R" and rng.random() < self.p_short:
+            out[slot] = f"(R {rel[1]})" if isinstance(rel[1], list) else f"(R {str(rel[1]).rsplit('.', 1)[-1]})"
+        return out
+
+    @staticmethod
+    def _thought(name: str, parts: list[str], names: dict[str, str], question: str) -> str:
+        if name == "Find_relation":
+            src, rel = parts[0], relation_arg(parts[1])
+            plain = rel[1] if isinstance(rel, list) else rel
+            words = _words(plain if isinstance(plain, str) else to_text(plain))
+            if src.startswith("expression"):
+                return f"From {src} I follow {words} to get closer to the answer."
+            return f"The question mentions {names.get(src, src.split('^^')[0])}; I follow {words} from it."
+        if name == "Merge":
+            return f"The answer must satisfy both {parts[0]} and {parts[1]}, so I merge them."
+        if name == "Order":
+            mode = "largest" if parts[0].upper() == "MAX" else "smallest"
+            return f"The question asks for the {mode} {_words(to_text(relation_arg(parts[2])).split()[-1].strip(')'))}."
+        if name == "Compare":
+            return f"Only members whose {_words(to_text(relation_arg(parts[1])).split()[-1].strip(')'))} is {parts[0]} {parts[2]} count."
+        if name == "Time_constraint":
+            return f"The question is about {parts[1]}, so I keep what held then."
+        return "The question asks how many, so I count."
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p_short={self.p_short}, p_flip={self.p_flip})"
