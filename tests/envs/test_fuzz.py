@@ -29,14 +29,15 @@ from kgreason.errors import KGReasonError
 from kgreason.kb import check_read_only
 from kgreason.kb.sexpr import parse_sexpr, sexpr_to_sparql
 
-SPACES = ("kg_r1", "isp_dtpo", "knowcoder_a1")
+SPACES = ("kg_r1", "isp_dtpo", "knowcoder_a1", "kbqa_r1")
 BUDGET = 96  # observation budget in these tests: small, so that truncation is exercised
 TIMEOUT_S = 2.0  # the KB's query timeout here
 STEP_BOUND_S = 8 * TIMEOUT_S + 4  # at most 8 commands a turn (ISP), each bounded by the timeout
 
 DEV = load_dataset("demo", split="dev")[:60]
 # the spaces that run SPARQL have their own per-query budget
-SPACE_KW = {"kg_r1": {}, "isp_dtpo": {"query_timeout_s": TIMEOUT_S}, "knowcoder_a1": {"query_timeout_s": TIMEOUT_S}}
+SPACE_KW = {"kg_r1": {}, "isp_dtpo": {"query_timeout_s": TIMEOUT_S}, "knowcoder_a1": {"query_timeout_s": TIMEOUT_S},
+            "kbqa_r1": {"query_timeout_s": TIMEOUT_S}}
 KB = load_demo_kb("oxigraph", timeout_s=TIMEOUT_S)
 NAMES = sorted({e.name for s in DEV for e in s.topic_entities} | {a.name for s in DEV[:20] for a in s.answers})
 IDS = sorted({e.id for s in DEV for e in s.topic_entities})
@@ -52,11 +53,12 @@ HOSTILE = [
     "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f }", "PREFIX ns: <http://rdf.freebase.com/ns/> ",
     '") } UNION { ?s ?p ?o } #', "\\boxed{", "-> ", "common.topic.alias", "type.object.name",
 ]
-TAGS = ["<think>", "</think>", "<answer>", "</answer>", "<kg-query>", "</kg-query>", "<information>",
+TAGS = ["<think>", "</think>", "<answer>", "</answer>", "<action>", "</action>", "<kg-query>", "</kg-query>", "<information>",
         "<node>", "</node>", "<sparql>", "</sparql>", "<tool_call>", "</tool_call>", "<tool_response>"]
 KG_R1_FUNCS = ["get_tail_relations", "get_head_relations", "get_tail_entities", "get_head_entities",
                "get_relations", "nonexistent_fn"]
 TOOLS = ["SearchTypes", "SearchGraphPatterns", "ExecuteSPARQL", "Unknown"]
+SEXPR_ACTIONS = ["Find_relation", "Merge", "Order", "Compare", "Time_constraint", "Count", "find_relation", "Join"]
 
 text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=30)
 word = st.one_of(text, st.sampled_from(NAMES + IDS + RELATIONS), st.sampled_from(HOSTILE))
@@ -102,6 +104,15 @@ def knowcoder_call() -> st.SearchStrategy:
     return st.builds(lambda b: f"<tool_call>{b}</tool_call>", st.one_of(well_formed, well_formed, anything))
 
 
+def kbqa_r1_action() -> st.SearchStrategy:
+    arg = st.one_of(st.sampled_from(IDS), st.sampled_from(RELATIONS), st.sampled_from(RELATIONS).map(lambda r: f"(R {r})"),
+                    st.sampled_from(["expression1", "expression2", "expression", "#3", "MAX", "gt", "1990", "NOW",
+                                     "education.university", "(JOIN a.b.c d.e.f)", "2017^^xsd:gYear"]), word)
+    call = st.builds(lambda f, args, sep: f"{f}({sep.join(args)})", st.sampled_from(SEXPR_ACTIONS),
+                     st.lists(arg, max_size=5), st.sampled_from([", ", " || ", ","]))
+    return st.builds(lambda calls: "<action>" + "\n".join(calls) + "</action>", st.lists(call, min_size=1, max_size=3))
+
+
 def answer() -> st.SearchStrategy:
     parts = st.lists(st.one_of(st.sampled_from(NAMES), word), max_size=5)
     return st.one_of(
@@ -110,7 +121,8 @@ def answer() -> st.SearchStrategy:
         st.builds(lambda v: "<answer>\\boxed{" + json.dumps(v, ensure_ascii=False) + "}</answer>", json_values()))
 
 
-ACTIONS = {"kg_r1": kg_r1_call(), "isp_dtpo": isp_command(), "knowcoder_a1": knowcoder_call()}
+ACTIONS = {"kg_r1": kg_r1_call(), "isp_dtpo": isp_command(), "knowcoder_a1": knowcoder_call(),
+           "kbqa_r1": kbqa_r1_action()}
 
 
 def message(space: str) -> st.SearchStrategy:
