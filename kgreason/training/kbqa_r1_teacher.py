@@ -27,6 +27,7 @@ from kgreason.types import KBQASample, Trajectory
 _REF_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\((.*)\)\s*$")
 _RESULTS = re.compile(r"Results \(\d+\): (.*?)(?: … \d+ more)?(?:</information>|$)", re.S)
 _COUNT = re.compile(r"Count: ([^\s<]+)")
+_EXPR_NUM = re.compile(r"expression(\d+)")
 _STOP = {"what", "which", "who", "whom", "where", "when", "is", "are", "was", "were", "the", "a", "an", "of", "in",
          "did", "does", "do", "has", "have", "how", "many", "by", "to", "for", "on", "at", "and"}
 
@@ -48,15 +49,19 @@ class ScriptedKBQAR1Teacher:
         p_short: chance to write a relation by its last word only (the gate snaps it).
         p_flip: chance to write a Find_relation relation the wrong way round (the gate
             turns it).
+        p_probe: chance to open with a probe: the question's words as the relation, then
+            the gold relation read off the gate's candidate list (when the plan leaves a
+            turn for it).
         name: the teacher's name in the acceptance report.
     """
 
-    def __init__(self, p_short: float = 0.1, p_flip: float = 0.05, name: str = "scripted"):
-        for k, v in (("p_short", p_short), ("p_flip", p_flip)):
+    def __init__(self, p_short: float = 0.1, p_flip: float = 0.05, p_probe: float = 0.0, name: str = "scripted"):
+        for k, v in (("p_short", p_short), ("p_flip", p_flip), ("p_probe", p_probe)):
             if not 0.0 <= v <= 1.0:
                 raise ConfigError(f"{k}={v} is not a probability")
         self.p_short = p_short
         self.p_flip = p_flip
+        self.p_probe = p_probe
         self.name = name
 
     # ------------------------------------------------------------- episodes
@@ -74,27 +79,54 @@ class ScriptedKBQAR1Teacher:
     def _referenced(self, env: KGEnv, sample: KBQASample, plan: list[tuple[str, str]], rng: random.Random) -> None:
         names = {e.id: e.name or e.id for e in sample.topic_entities}
         obs = ""
+        shift, why = 0, ""
+        if plan[0][0] == "Find_relation" and len(plan) + 2 <= env.max_turns and rng.random() < self.p_probe:
+            shift, why = self._probe(env, sample, split_action_args(plan[0][1]))
         for name, args in plan:
             if env.done:
                 return
+            if shift:  # the probe opened an expression of its own: every later number moves up
+                args = _EXPR_NUM.sub(lambda m: f"expression{int(m.group(1)) + shift}", args)
             parts = split_action_args(args)
             written = self._explore(name, parts, rng)
             thought = self._thought(name, parts, names, sample.question)
+            if why:
+                thought, why = f"{why} {thought}", ""
             r = env.step(f"<think>{thought}</think>\n<action>{name}({', '.join(written)})</action>")
             obs = r.observation
         if not env.done:
             self._answer(env, obs)
+
+    def _probe(self, env: KGEnv, sample: KBQASample, first: list[str]) -> tuple[int, str]:
+        """Ask the gate with the question's words before the first relation, then read the
+        gold relation off its candidate list (the way a policy can find a relation it does
+        not know). Returns how many expressions the probe opened (0 or 1) and what the
+        next thought says of the candidates."""
+        source, gold = first
+        words = self._question_words(sample, names=[e.name or "" for e in sample.topic_entities])
+        r = env.step(f"<think>I am not sure of the relation; I try {' '.join(words)}.</think>\n"
+                     f"<action>Find_relation({source}, {'_'.join(words)})</action>")
+        gold_name = relation_arg(gold)
+        gold_name = gold_name[1] if isinstance(gold_name, list) else gold_name
+        shown = isinstance(gold_name, str) and gold_name in r.observation
+        why = (f"The candidates include {gold_name}, which fits the question better." if shown
+               else "That is not what the question asks.")
+        return (0 if r.error else 1), why
+
+    @staticmethod
+    def _question_words(sample: KBQASample, names: list[str]) -> list[str]:
+        words = [w for w in re.findall(r"[a-z]+", sample.question.lower()) if w not in _STOP]
+        skip = {w for n in names for w in n.lower().split()}
+        return [w for w in words if w not in skip][:3] or ["related"]
 
     def _unreferenced(self, env: KGEnv, sample: KBQASample) -> None:
         if not sample.topic_entities:
             env.step("<think>The question names no entity to start from.</think>\n<answer>unknown</answer>")
             return
         e = sample.topic_entities[0]
-        words = [w for w in re.findall(r"[a-z]+", sample.question.lower()) if w not in _STOP]
-        words = [w for w in words if w not in (e.name or "").lower().split()] or ["related"]
-        guess = "_".join(words[:3])
+        words = self._question_words(sample, names=[e.name or ""])
         r = env.step(f"<think>The question is about {e.name or e.id}; I look for the relation that means "
-                     f"{' '.join(words[:3])}.</think>\n<action>Find_relation({e.id}, {guess})</action>")
+                     f"{' '.join(words)}.</think>\n<action>Find_relation({e.id}, {'_'.join(words)})</action>")
         if not env.done:
             self._answer(env, r.observation)
 
@@ -146,4 +178,4 @@ class ScriptedKBQAR1Teacher:
         return "The question asks how many, so I count."
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(p_short={self.p_short}, p_flip={self.p_flip})"
+        return f"{type(self).__name__}(p_short={self.p_short}, p_flip={self.p_flip}, p_probe={self.p_probe})"

@@ -105,3 +105,21 @@ def test_the_filters(demo_oxigraph, by_type, policy):
     kept = ReferencedRejectionSampledColdStart([Partial(False)], min_f1=0.5, require_format=False,
                                                attempts=1)([q], make, policy)
     assert len(kept) == 1
+
+
+def test_the_probe_reads_the_gold_relation_off_the_gate_and_renumbers(demo_oxigraph, by_type):
+    from kgreason.rankers import DenseRanker
+
+    teacher = ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0, p_probe=1.0)
+    ranker = DenseRanker()  # scores question words against relations well enough to accept some probes
+    right = shifted = probed = 0
+    qs = by_type["2-hop"][:15] + by_type["cvt"][:15] + by_type["superlative"][:10]
+    for s in qs:
+        env = make_env("kbqa_r1", demo_oxigraph, max_turns=6, ranker=ranker)
+        env.reference = reference_note(s)
+        t = teacher.episode(env, s, random.Random(0))
+        probed += "I am not sure of the relation" in t.turns[0].text
+        shifted += t.turns[0].error is None and "expression2" in "".join(x.text for x in t.turns[2:])
+        right += all(a.label in (t.answer_text or "") for a in s.answers)
+    assert probed == len(qs) and shifted >= 3  # an accepted probe moves every later number up
+    assert right >= 0.9 * len(qs)
