@@ -626,13 +626,31 @@ def reference_actions(sexpr: str | SExpr) -> list[str]:
     return out
 
 
+def path_sexpr(sample: KBQASample) -> SExpr | None:
+    """The S-expression of a question's gold relation path from its first topic entity
+    (``~r`` walks ``r`` backwards), for datasets without logical forms (MetaQA).
+
+    >>> from kgreason.types import Entity
+    >>> path_sexpr(KBQASample(id="q", question="?", topic_entities=[Entity("Kismet")],
+    ...                       relation_path=["directed_by", "~directed_by"]))
+    ['JOIN', 'directed_by', ['JOIN', ['R', 'directed_by'], 'Kismet']]
+    """
+    if not sample.relation_path or not sample.topic_entities:
+        return None
+    expr: SExpr = sample.topic_entities[0].id
+    for step in sample.relation_path:
+        expr = ["JOIN", step[1:], expr] if step.startswith("~") else ["JOIN", ["R", step], expr]
+    return expr
+
+
 def reference_note(sample: KBQASample) -> str | None:
-    """The RRS hint shown to a teacher: the gold actions, numbered (None when the
-    question has no S-expression the actions can build)."""
-    if not sample.sexpr:
+    """The RRS hint shown to a teacher: the gold actions, numbered, from the question's
+    S-expression or else its relation path (None when it has neither)."""
+    gold = sample.sexpr or path_sexpr(sample)
+    if gold is None:
         return None
     try:
-        actions = reference_actions(sample.sexpr)
+        actions = reference_actions(gold)
     except SExprError:
         return None
     lines = "\n".join(f"{i}. {a}" for i, a in enumerate(actions, 1))

@@ -123,3 +123,17 @@ def test_the_probe_reads_the_gold_relation_off_the_gate_and_renumbers(demo_oxigr
         right += all(a.label in (t.answer_text or "") for a in s.answers)
     assert probed == len(qs) and shifted >= 3  # an accepted probe moves every later number up
     assert right >= 0.9 * len(qs)
+
+
+def test_metaqa_references_come_from_the_relation_path(policy):
+    from pathlib import Path
+
+    from kgreason.kb import load_metaqa_kb
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "metaqa_mini"
+    kb = load_metaqa_kb(fixtures / "kb.txt")
+    qs = load_dataset("metaqa", path=fixtures, split="dev", hops=(1, 2))
+    assert qs and all(s.sexpr is None and s.relation_path for s in qs)
+    b = ReferencedRejectionSampledColdStart([ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0)], attempts=1)
+    kept = b(qs, EnvFactory(KBQAR1ActionSpace, kb, max_turns=6), policy)
+    assert len(kept) >= len(qs) // 2 and "Reference actions" not in kept[0].prompt[0]["content"]
