@@ -75,8 +75,8 @@ class ConfidenceGate:
         >>> class Overlap(Ranker):  # word overlap, for the example
         ...     def score(self, query, candidates, context=None):
         ...         import torch
-        ...         q = set(query.replace(".", " ").split())
-        ...         return torch.tensor([len(q & set(c.replace(".", " ").split())) / len(q | set(c.replace(".", " ").split()))
+        ...         words = lambda r: set(verbalize_relation(r).split())
+        ...         return torch.tensor([len(words(query) & words(c)) / len(words(query) | words(c))
         ...                              for c in candidates])
         >>> gate = ConfidenceGate(Overlap())
         >>> rels = ["people.person.place_of_birth", "people.person.nationality"]

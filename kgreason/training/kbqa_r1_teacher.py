@@ -80,7 +80,9 @@ class ScriptedKBQAR1Teacher:
         names = {e.id: e.name or e.id for e in sample.topic_entities}
         obs = ""
         shift, why = 0, ""
-        if plan[0][0] == "Find_relation" and len(plan) + 2 <= env.max_turns and rng.random() < self.p_probe:
+        # no draw at p_probe=0, so seeded episodes stay those of a teacher without probes
+        if (self.p_probe and plan[0][0] == "Find_relation" and len(plan) + 2 <= env.max_turns
+                and rng.random() < self.p_probe):
             shift, why = self._probe(env, sample, split_action_args(plan[0][1]))
         for name, args in plan:
             if env.done:
