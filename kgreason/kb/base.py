@@ -140,6 +140,27 @@ class KnowledgeBase(abc.ABC):
         q = f"SELECT DISTINCT ?r WHERE {{ {values} {pattern} {self._hidden_filter('?r')} }}"
         return sorted({row["r"].value for row in self._helper(q)})
 
+    def edges_around(self, ids: Sequence[str], direction: str = "out") -> list[tuple[str, str, Term]]:
+        """Every visible edge out of (``"out"``: ``(e, r, o)`` as ``(e, r, o)``) or into
+        (``"in"``: ``(s, r, e)`` as ``(e, r, s)``) any of ``ids``, in one query, sorted.
+
+        The rows are the far ends of the one-hop neighbourhoods of a whole frontier (a
+        trainable ranker reads every candidate's context this way, not one query per
+        candidate and relation).
+
+        Raises:
+            ValueError: ``direction`` is neither ``"out"`` nor ``"in"``.
+        """
+        if direction not in ("out", "in"):
+            raise ValueError(f"direction={direction!r}: choose 'out' or 'in'")
+        if not ids:
+            return []
+        values = "VALUES ?e { " + " ".join(self.schema.entity_ref(e) for e in ids) + " }"
+        pattern = "?e ?r ?o ." if direction == "out" else "?o ?r ?e ."
+        q = f"SELECT DISTINCT ?e ?r ?o WHERE {{ {values} {pattern} {self._hidden_filter('?r')} }}"
+        return sorted({(row["e"].value, row["r"].value, row["o"]) for row in self._helper(q)},
+                      key=lambda t: (t[0], t[1], str(t[2])))
+
     def tails(self, e: str, r: str) -> list[Term]:
         """Objects ``o`` of ``(e, r, o)``, sorted (entities and literals)."""
         q = (

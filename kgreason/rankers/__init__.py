@@ -2,8 +2,10 @@
 
 from kgreason.rankers.base import Ranker, TrainableRanker, verbalize_relation
 from kgreason.rankers.dense import DenseIndex, DenseRanker, load_minilm
+from kgreason.rankers.gat import GATEntityRanker
 from kgreason.rankers.gate import ConfidenceGate, GateDecision
 from kgreason.rankers.graph import Neighbourhood
+from kgreason.rankers.random import RandomRanker
 
-__all__ = ["ConfidenceGate", "DenseIndex", "DenseRanker", "GateDecision", "Neighbourhood", "Ranker", "TrainableRanker", "load_minilm",
-           "verbalize_relation"]
+__all__ = ["ConfidenceGate", "DenseIndex", "DenseRanker", "GATEntityRanker", "GateDecision", "Neighbourhood", "RandomRanker", "Ranker",
+           "TrainableRanker", "load_minilm", "verbalize_relation"]

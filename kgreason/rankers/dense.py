@@ -143,6 +143,13 @@ class DenseRanker(Ranker):
             self._cache.popitem(last=False)
         return torch.from_numpy(np.stack(out)) if out else torch.zeros(0, 0)
 
+    def embed_texts(self, texts: Sequence[str]) -> Tensor:
+        """Texts as they are (no verbalising, no query template), through the cache.
+
+        Shapes: N texts → ``[N, D]``.
+        """
+        return self._embed(list(texts))
+
     def embed_candidates(self, candidates: Sequence[str]) -> Tensor:
         """Shapes: C candidates → ``[C, D]``."""
         return self._embed([self.verbalize(c) for c in candidates])

@@ -58,6 +58,19 @@ def test_tails_and_heads_with_literals(any_kb, ref):
             assert [t.value for t in any_kb.heads(e, r)] == sorted(hs), (e, r)
 
 
+def test_edges_around_a_frontier(any_kb, ref):
+    ids = _ids(ref)[:4]
+    out = sorted(((e, r, t) for e in ids for r, ts in ref["out"][e].items() if r not in HIDDEN for t in ts),
+                 key=lambda x: (x[0], x[1], str(x[2])))
+    inn = sorted(((e, r, h) for e in ids for r, hs in ref["in"][Term.uri(e)].items() if r not in HIDDEN
+                  for h in hs), key=lambda x: (x[0], x[1], x[2]))
+    assert any_kb.edges_around(ids, "out") == out
+    assert [(e, r, t.value) for e, r, t in any_kb.edges_around(ids, "in")] == inn
+    assert any_kb.edges_around([], "in") == []
+    with pytest.raises(ValueError, match="choose 'out' or 'in'"):
+        any_kb.edges_around(ids, "both")
+
+
 def test_cvt_hop(any_kb, ref):
     godfather = ref["kg"].id("film", "The Godfather")
     perfs = any_kb.tails(godfather, "film.film.starring")
