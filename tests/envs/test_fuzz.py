@@ -29,7 +29,7 @@ from kgreason.errors import KGReasonError
 from kgreason.kb import check_read_only
 from kgreason.kb.sexpr import parse_sexpr, sexpr_to_sparql
 
-SPACES = ("kg_r1", "isp_dtpo", "knowcoder_a1", "kbqa_r1")
+SPACES = ("kg_r1", "isp_dtpo", "knowcoder_a1", "kbqa_r1", "kg_reasoner")
 BUDGET = 96  # observation budget in these tests: small, so that truncation is exercised
 TIMEOUT_S = 2.0  # the KB's query timeout here
 STEP_BOUND_S = 8 * TIMEOUT_S + 4  # at most 8 commands a turn (ISP), each bounded by the timeout
@@ -37,7 +37,7 @@ STEP_BOUND_S = 8 * TIMEOUT_S + 4  # at most 8 commands a turn (ISP), each bounde
 DEV = load_dataset("demo", split="dev")[:60]
 # the spaces that run SPARQL have their own per-query budget
 SPACE_KW = {"kg_r1": {}, "isp_dtpo": {"query_timeout_s": TIMEOUT_S}, "knowcoder_a1": {"query_timeout_s": TIMEOUT_S},
-            "kbqa_r1": {"query_timeout_s": TIMEOUT_S}}
+            "kbqa_r1": {"query_timeout_s": TIMEOUT_S}, "kg_reasoner": {}}
 KB = load_demo_kb("oxigraph", timeout_s=TIMEOUT_S)
 NAMES = sorted({e.name for s in DEV for e in s.topic_entities} | {a.name for s in DEV[:20] for a in s.answers})
 IDS = sorted({e.id for s in DEV for e in s.topic_entities})
@@ -54,7 +54,8 @@ HOSTILE = [
     '") } UNION { ?s ?p ?o } #', "\\boxed{", "-> ", "common.topic.alias", "type.object.name",
 ]
 TAGS = ["<think>", "</think>", "<answer>", "</answer>", "<action>", "</action>", "<kg-query>", "</kg-query>", "<information>",
-        "<node>", "</node>", "<sparql>", "</sparql>", "<tool_call>", "</tool_call>", "<tool_response>"]
+        "<node>", "</node>", "<sparql>", "</sparql>", "<tool_call>", "</tool_call>", "<tool_response>", "<search>",
+        "</search>", "<triples>", "</triples>"]
 KG_R1_FUNCS = ["get_tail_relations", "get_head_relations", "get_tail_entities", "get_head_entities",
                "get_relations", "nonexistent_fn"]
 TOOLS = ["SearchTypes", "SearchGraphPatterns", "ExecuteSPARQL", "Unknown"]
@@ -113,6 +114,12 @@ def kbqa_r1_action() -> st.SearchStrategy:
     return st.builds(lambda calls: "<action>" + "\n".join(calls) + "</action>", st.lists(call, min_size=1, max_size=3))
 
 
+def kg_reasoner_search() -> st.SearchStrategy:
+    entity = st.one_of(st.sampled_from(NAMES), st.sampled_from(IDS), word)
+    flag = st.sampled_from(["", ", backtrack", ", Backtrack=True", ", backtrack=false", ",", ", maybe"])
+    return st.builds(lambda e, f: f"<search> {e}{f} </search>", entity, flag)
+
+
 def answer() -> st.SearchStrategy:
     parts = st.lists(st.one_of(st.sampled_from(NAMES), word), max_size=5)
     return st.one_of(
@@ -122,7 +129,7 @@ def answer() -> st.SearchStrategy:
 
 
 ACTIONS = {"kg_r1": kg_r1_call(), "isp_dtpo": isp_command(), "knowcoder_a1": knowcoder_call(),
-           "kbqa_r1": kbqa_r1_action()}
+           "kbqa_r1": kbqa_r1_action(), "kg_reasoner": kg_reasoner_search()}
 
 
 def message(space: str) -> st.SearchStrategy:
