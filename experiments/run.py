@@ -1,8 +1,8 @@
 """Train and evaluate a method: ``python experiments/run.py method=kg_r1 preset=smoke``.
 
-Stages (``stage=all``): evaluate the untrained policy → cold start (SFT on the
-``cold_start`` builder's trajectories) → ranker training (``ranker_training``) → RL →
-evaluate again. Every part is built from its config group by :mod:`kgreason.compose`;
+Stages (``stage=all``): ranker training (``ranker_training``; a trainable ranker is part
+of the environment) → evaluate the untrained policy → cold start (SFT on the
+``cold_start`` builder's trajectories) → RL → evaluate again. Every part is built from its config group by :mod:`kgreason.compose`;
 this file only orders the stages and writes the outputs: the resolved config,
 checkpoints, metrics CSVs, trajectories JSONL (appended and flushed as they are made),
 results as JSON and Markdown, and PNG plots of the training curves.
@@ -182,6 +182,12 @@ def main(cfg: DictConfig) -> dict[str, Any]:
                 rows = [json.loads(x) for x in (out / f"eval_{tag}.jsonl").read_text(encoding="utf-8").splitlines()]
                 reports[tag] = EvalReport.from_rows(rows)
 
+    # the ranker is part of the environment: trained (or reloaded) before any episode is
+    # played, so evaluations and cold-start episodes see the ranking the policy will get
+    figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
+    if figures:
+        results["ranker"] = figures
+
     if not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
         reports[tag] = run_eval(p, cfg, out, tag)
@@ -192,11 +198,6 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             results["cold_start_report"] = p.cold_start.report
         if results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
             reports["sft"] = run_eval(p, cfg, out, "sft")
-
-    if cfg.stage in ("all", "sft", "rl"):
-        figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
-        if figures:
-            results["ranker"] = figures
 
     if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
         reinforce(p, cfg, out, start)

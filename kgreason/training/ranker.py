@@ -198,7 +198,8 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
 
     The training questions are split by question (``held_out`` of them are kept out of
     training and report recall@k / MRR); the trained weights go to ``out/ranker.pt`` and
-    the figures to ``out/ranker.json``.
+    the figures to ``out/ranker.json``. When ``out/ranker.pt`` exists (a resumed run, or
+    ``stage=eval`` in the run's folder) it is loaded instead.
 
     Raises:
         ConfigError: the factory holds no trainable ranker.
@@ -209,6 +210,12 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
                           f"{type(ranker).__name__}; use ranker=gat or ranker_training=none")
     if not 0.0 <= held_out < 1.0:
         raise ConfigError(f"held_out={held_out}: choose a fraction in [0, 1)")
+    out = Path(out)
+    if (out / "ranker.pt").is_file():  # a resumed or re-evaluated run keeps its ranker
+        ranker.load_state_dict(torch.load(out / "ranker.pt"))
+        ranker.eval()
+        saved = out / "ranker.json"
+        return {**(json.loads(saved.read_text()) if saved.is_file() else {}), "loaded": str(out / "ranker.pt")}
     qs = list(train)
     random.Random(seed).shuffle(qs)
     cut = int(len(qs) * held_out)
@@ -219,7 +226,6 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
         ho, _ = ranker_examples(make_env.kb, qs[:cut], **kw)
         if ho:
             figures["held_out"] = evaluate_ranker(ranker, ho, ks)["all"]
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.save(ranker.state_dict(), out / "ranker.pt")
     (out / "ranker.json").write_text(json.dumps(figures, indent=2))

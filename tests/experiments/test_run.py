@@ -148,3 +148,39 @@ def test_the_kbqa_r1_ablations_compose():
     space = instantiate(cfg.env, kb=None).space()
     assert not space.gate.enabled and space.gate.messages == "code" and "Count" not in space.allowed
     assert [c.key for c in instantiate(cfg.reward).components] == ["f1", "format", "tags"]
+
+
+def test_kg_reasoner_smoke_run_trains_its_ranker_first(tmp_path):
+    out = tmp_path / "kgr"
+    p = run("method=kg_reasoner", "preset=smoke", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["ranker"]["examples"] > 0 and "mrr" in res["ranker"]["held_out"]
+    assert (out / "ranker.pt").is_file() and res["sft_trajectories"] > 0
+    assert res["cold_start_report"]["written"] == res["sft_trajectories"]
+    cols = (out / "rl" / "metrics.csv").read_text().splitlines()[0]
+    for key in ("reward/retrieval", "reward/format", "reward/answer"):
+        assert key in cols, key
+    cfg = (out / "config.yaml").read_text()
+    assert "kl_coef: 0.0" in cfg and "norm_by_std: false" in cfg and "_target_: kgreason.rankers.GATEntityRanker" in cfg
+    first = json.loads((out / "trajectories.jsonl").read_text().splitlines()[0])
+    assert "<search> entity </search>" in first["prompt"][0]["content"]
+    # evaluating in the run's folder reloads the trained ranker instead of training another
+    again = run("method=kg_reasoner", "preset=smoke", "stage=eval", f"checkpoint={out / 'checkpoints' / 'policy.pt'}",
+                f"hydra.run.dir={out}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((out / "results.json").read_text())["ranker"]["loaded"].endswith("ranker.pt")
+
+
+def test_the_kg_reasoner_ablations_compose():
+    from hydra.utils import instantiate
+
+    from kgreason.config import compose_config
+
+    cfg = compose_config(["method=kg_reasoner", "ranker=dense", "ranker_training=none", "env.space.search_tag=kg-search"])
+    assert cfg.ranker._target_ == "kgreason.rankers.DenseRanker"
+    assert instantiate(cfg.env, kb=None, ranker=None).space().stop_sequences[0] == "</kg-search>"
+    cfg = compose_config(["method=kg_reasoner", "ranker.aggregate=false"])
+    assert instantiate(cfg.ranker).aggregate is False
+    assert cfg.rollout.n_rollouts == 16 and cfg.objective.kl_coef == 0.0
+    assert [c.key for c in instantiate(cfg.reward).components] == ["retrieval", "format", "answer"]
