@@ -38,8 +38,9 @@ class KGReasonerPathWriter:
     """Writes one KG-Reasoner episode along a question's gold path.
 
     Args:
-        p_error: chance that an episode takes one wrong step and corrects it (an
-            error-correction pair); the step is drawn uniformly among the path's hops.
+        p_error: chance that a multi-hop episode takes one wrong step and corrects it
+            (an error-correction pair); the step is drawn uniformly among the hops that
+            have a next hop.
     """
 
     def __init__(self, p_error: float = 0.3):
@@ -59,7 +60,8 @@ class KGReasonerPathWriter:
         shown: dict[str, str] = {}  # id -> name as the triples wrote it
         topic = sample.topic_entities[0]
         shown[topic.id] = topic.name or topic.id
-        wrong_at = rng.randrange(n) if rng.random() < self.p_error else -1
+        # a wrong step needs a next hop to miss: only multi-hop questions get one
+        wrong_at = rng.randrange(n - 1) if n > 1 and rng.random() < self.p_error else -1
         question = sample.question.strip().rstrip("?")
         text = f"<think>The question: {question}. I start from {shown[topic.id]}. <search> {shown[topic.id]} </search>"
         r = env.step(text)
