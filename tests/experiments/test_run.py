@@ -184,3 +184,7 @@ def test_the_kg_reasoner_ablations_compose():
     assert instantiate(cfg.ranker).aggregate is False
     assert cfg.rollout.n_rollouts == 16 and cfg.objective.kl_coef == 0.0
     assert [c.key for c in instantiate(cfg.reward).components] == ["retrieval", "format", "answer"]
+    full = compose_config(["method=kg_reasoner", "preset=full"])  # paper scale: compose only
+    assert full.rollout.n_rollouts == 16 and full.model.policy._target_.endswith("from_pretrained")
+    demo = compose_config(["method=kg_reasoner", "preset=demo"])
+    assert demo.env.space.top_k == 5 and demo.sft.steps == 150 and demo.ranker_training.context == 8
