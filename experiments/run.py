@@ -75,7 +75,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     from hydra.utils import instantiate
     from torch.utils.data import DataLoader
 
-    from kgreason.training import LengthGroupedBatches, SFTLitModule, collate
+    from kgreason.training import LengthGroupedBatches, SFTLitModule, annotate_sft_losses, collate
 
     trajs = p.cold_start(p.train, p.make_env, p.policy)
     if not trajs:
@@ -86,9 +86,12 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
-    trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False).fit(
-        SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule), loader)
+    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule)
+    trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False).fit(module, loader)
     save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
+    # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
+    (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
+    annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)
 
 
@@ -181,6 +184,10 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             if (out / f"eval_{tag}.jsonl").is_file():
                 rows = [json.loads(x) for x in (out / f"eval_{tag}.jsonl").read_text(encoding="utf-8").splitlines()]
                 reports[tag] = EvalReport.from_rows(rows)
+        if (out / "sft_losses.json").is_file():
+            from kgreason.training import annotate_sft_losses
+
+            annotate_sft_losses(p.train, json.loads((out / "sft_losses.json").read_text(encoding="utf-8")))
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get

@@ -13,7 +13,7 @@ from kgreason.training.cold_start import (
     grounded,
     oracle_sft_trajectories,
 )
-from kgreason.training.curriculum import CurriculumStream, hop_level
+from kgreason.training.curriculum import CurriculumStream, hop_level, sample_hops
 from kgreason.training.decompose import decompose, isp_sft_trajectories
 from kgreason.training.experience import (
     Experience,
@@ -24,12 +24,13 @@ from kgreason.training.experience import (
     node_rewards,
     step_sample,
 )
+from kgreason.training.hard_cases import HardCaseStream, annotate_sft_losses, hard_cases
 from kgreason.training.rl import JsonlSink, PromptStream, RLConfig, RLLitModule
 from kgreason.training.schedules import warmup_cosine
 from kgreason.training.sft import SFTLitModule, masked_nll
 
 __all__ = [
-    "ColdStart", "CurriculumStream", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
+    "ColdStart", "CurriculumStream", "HardCaseStream", "annotate_sft_losses", "hard_cases", "sample_hops", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
     "LengthGroupedBatches", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
     "RLLitModule", "SFTLitModule", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
     "isp_sft_trajectories", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
-from torch import Tensor
 from torch.utils.data import Sampler
 
 from kgreason.types import Trajectory
 
 
-def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None) -> dict[str, Tensor]:
+def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None) -> dict[str, Any]:
     """Right-pad token fields into ``[N, L]`` tensors (``turn_index`` pads with -1).
 
-    Sequences longer than ``max_len`` are cut at the end (``truncated`` counts them).
+    Sequences longer than ``max_len`` are cut at the end (``truncated`` counts them);
+    ``sample_ids`` lists each row's question id.
     """
     lens = [len(t.token_ids) if max_len is None else min(len(t.token_ids), max_len) for t in trajs]
     width = max(lens) if lens else 0
     n = len(trajs)
-    out = {
+    out: dict[str, Any] = {
         "input_ids": torch.full((n, width), pad_id, dtype=torch.long),
         "attention_mask": torch.zeros((n, width), dtype=torch.long),
         "loss_mask": torch.zeros((n, width), dtype=torch.float32),
@@ -32,6 +33,7 @@ def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None
         out["loss_mask"][i, :k] = torch.tensor(t.loss_mask[:k], dtype=torch.float32)
         out["turn_index"][i, :k] = torch.tensor(t.turn_index[:k])
     out["truncated"] = torch.tensor(sum(len(t.token_ids) > k for t, k in zip(trajs, lens, strict=True)))
+    out["sample_ids"] = [t.sample_id for t in trajs]
     return out
 
 

@@ -10,12 +10,14 @@ from torch.utils.data import IterableDataset
 from kgreason.types import KBQASample
 
 
-def hop_level(sample: KBQASample) -> int:
-    """0 = easy (≤ 1 hop), 1 = medium (2 hops), 2 = hard (≥ 3 hops).
+def sample_hops(sample: KBQASample) -> int:
+    """Hops of a question: ``sample.hops``, else its relation path's length, else 1."""
+    return sample.hops or (len(sample.relation_path) if sample.relation_path else 1)
 
-    Hops come from ``sample.hops``, else the relation path's length, else 1.
-    """
-    hops = sample.hops or (len(sample.relation_path) if sample.relation_path else 1)
+
+def hop_level(sample: KBQASample) -> int:
+    """0 = easy (≤ 1 hop), 1 = medium (2 hops), 2 = hard (≥ 3 hops), by :func:`sample_hops`."""
+    hops = sample_hops(sample)
     return 0 if hops <= 1 else 1 if hops == 2 else 2
 
 

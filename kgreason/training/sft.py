@@ -16,10 +16,20 @@ def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor], weights: Tensor
 
     Shapes: batch tensors and ``weights`` ``[N, L]`` → scalar.
     """
+    return _masked_nll(policy, batch, weights)[0]
+
+
+def _masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor],
+                weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """The batch's (weighted) mean NLL and each sequence's unweighted mean NLL (detached).
+
+    Shapes: batch tensors ``[N, L]`` → scalar, ``[N]``.
+    """
     mask = batch["loss_mask"]
     w = mask if weights is None else weights * mask
     lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask))
-    return -(lp * w).sum() / w.sum().clamp(min=1e-8)
+    per_sequence = -(lp.detach() * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    return -(lp * w).sum() / w.sum().clamp(min=1e-8), per_sequence
 
 
 def turn_opening_weights(loss_mask: Tensor, skip: int, n_tokens: int, weight: float) -> Tensor:
@@ -71,13 +81,21 @@ class SFTLitModule(L.LightningModule):
         #: see :func:`turn_opening_weights` (weight 1: a plain token mean)
         self.opening = (opening_skip, opening_tokens, opening_weight)
         self.lr_lambda = lr_lambda
+        #: sample id → the token-mean NLL of its policy tokens the last time SFT trained on
+        #: it (KG-Reasoner's hard-case measure, §4.3); needs ``sample_ids`` in the batch
+        self.question_losses: dict[str, float] = {}
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         skip, n_tokens, weight = self.opening
         weights = None
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
-        loss = masked_nll(self.policy, batch, weights)
+        loss, per_sequence = _masked_nll(self.policy, batch, weights)
+        # a question with several trajectories in one batch keeps their mean
+        by_id: dict[str, list[float]] = {}
+        for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
+            by_id.setdefault(sid, []).append(v)
+        self.question_losses.update({sid: sum(v) / len(v) for sid, v in by_id.items()})
         self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         self.log("sft/policy_tokens", batch["loss_mask"].sum(), batch_size=batch["input_ids"].shape[0])
         self.log("sft/lr", self.optimizers().optimizer.param_groups[0]["lr"], batch_size=batch["input_ids"].shape[0])
