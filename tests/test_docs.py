@@ -37,3 +37,12 @@ def test_env_page_examples_run():
             if not code.lstrip().startswith(">>>"):  # doctest blocks run under --doctest-glob
                 exec(compile(code, "docs/envs.md", "exec"), {})
     assert "(hop 1 of 2)" in out.getvalue() and "<answer>" in out.getvalue()
+
+
+def test_the_architecture_table_lists_every_config_option():
+    conf = README.parent / "experiments" / "conf"
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]*) \|", (DOCS / "architecture.md").read_text(), re.M))
+    for group in ("kb", "ranker", "env", "model", "engine", "reward", "objective", "rollout", "cold_start",
+                  "curriculum", "ranker_training", "data", "trainer", "method", "preset"):
+        listed = set(re.findall(r"`(\w+)`", rows[group]))
+        assert listed == {p.stem for p in (conf / group).glob("*.yaml")}, group
