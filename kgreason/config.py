@@ -43,6 +43,21 @@ def run_dir_of(ckpt: str | Path | None, default: str) -> str:
 OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
 
 
+def data_dir(sub: str = "") -> str:
+    """Absolute path of the shared data (``$KGREASON_DATA``, else ``../shared/data`` beside the checkout).
+
+    ``${kgreason.data:metaqa}`` in a config: the same file whatever folder the runner is
+    started from.
+    """
+    import os
+
+    root = os.environ.get("KGREASON_DATA") or str(CONFIG_DIR.parents[1] / ".." / "shared" / "data")
+    return str((Path(root) / sub).resolve())
+
+
+OmegaConf.register_new_resolver("kgreason.data", data_dir, replace=True)
+
+
 def compose_config(overrides: Sequence[str] = (), config_dir: str | Path | None = None) -> DictConfig:
     """Compose the runner's config in-process (no subprocess), as ``run.py`` would see it."""
     from hydra import compose, initialize_config_dir

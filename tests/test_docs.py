@@ -24,7 +24,7 @@ DOCS = README.parent / "docs"
 
 
 def test_docs_doctests_pass():
-    for page in ("index.md", "kb.md", "envs.md", "architecture.md", "methods/isp_dtpo.md"):
+    for page in ("index.md", "kb.md", "data.md", "envs.md", "architecture.md", "methods/isp_dtpo.md"):
         result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, page
 

@@ -89,6 +89,86 @@ def _topic_map(m: dict[str, str] | None) -> list[Entity]:
     return [Entity(k, v) for k, v in (m or {}).items()]
 
 
+# ---------------------------------------------------------------------- jsonl
+#: fields of a ``data=jsonl`` record (docs/data.md, "Your own questions")
+JSONL_FIELDS = ("id", "question", "topic_entities", "answers", "sparql", "sexpr", "relation_path",
+                "hops", "type", "split", "meta")
+
+
+def _jsonl_entities(value: Any, where: str) -> list[Entity]:
+    """``["m.1"]``, ``[{"id": "m.1", "name": "Paris"}]`` or ``{"m.1": "Paris"}`` as entities."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [Entity(str(k), None if v is None else str(v)) for k, v in value.items()]
+    if not isinstance(value, list):
+        raise DatasetError(f"{where}: expected a list of ids or {{id, name}} objects, got {value!r:.80}")
+    out = []
+    for e in value:
+        if isinstance(e, str | int | float):
+            out.append(Entity(str(e)))
+        elif isinstance(e, dict) and "id" in e:
+            out.append(Entity(str(e["id"]), e.get("name"), tuple(e.get("aliases", ())), e.get("datatype")))
+        else:
+            raise DatasetError(f"{where}: an entity is an id or an object with 'id', got {e!r:.80}")
+    return out
+
+
+@register_dataset("jsonl")
+def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KBQASample]:
+    """One's own questions: JSON lines (or a JSON list) of records (``data=jsonl``).
+
+    A record needs ``question`` and ``answers``; ``id`` (default: its line number),
+    ``topic_entities``, ``sparql``, ``sexpr``, ``relation_path``, ``hops``, ``type`` (the
+    question type the reports group by), ``split`` and ``meta`` are optional. Entities are
+    ids, ``{"id", "name"}`` objects, or one ``{id: name}`` mapping.
+
+    Args:
+        path: the file.
+        split: keep the records whose ``split`` is this; ``"all"`` keeps every record.
+
+    Raises:
+        DatasetError: a missing file, a record without a required field, an unknown
+            field, or records without ``split`` when a split is asked for.
+    """
+    if path is None:
+        raise DatasetError("data=jsonl needs data.path=FILE (JSON lines of question records)")
+    records = _records(_read_json(path), path, "questions", "data")
+    out = []
+    for n, rec in enumerate(records, 1):
+        where = f"{path}: record {n}"
+        missing = [k for k in ("question", "answers") if k not in rec]
+        if missing:
+            raise DatasetError(f"{where} lacks {missing} (has {sorted(rec)[:8]})")
+        unknown = sorted(set(rec) - set(JSONL_FIELDS))
+        if unknown:
+            raise DatasetError(f"{where}: unknown fields {unknown}; valid: {', '.join(JSONL_FIELDS)}")
+        path_ = rec.get("relation_path")
+        meta = dict(rec.get("meta") or {})
+        if "split" in rec:
+            meta["split"] = str(rec["split"])
+        if rec.get("type") is not None:
+            meta["qtype"] = str(rec["type"])
+        out.append(KBQASample(
+            id=str(rec.get("id", n)), question=str(rec["question"]),
+            topic_entities=_jsonl_entities(rec.get("topic_entities"), f"{where} topic_entities"),
+            answers=_jsonl_entities(rec["answers"], f"{where} answers"),
+            sparql=rec.get("sparql"), sexpr=rec.get("sexpr"),
+            relation_path=None if path_ is None else [str(r) for r in path_],
+            hops=rec.get("hops", None if path_ is None else len(path_)),
+            level=meta.get("qtype"), meta=meta,
+        ))
+    if len({s.id for s in out}) != len(out):
+        raise DatasetError(f"{path}: two records share an id")
+    if split == "all":
+        return out
+    if out and all("split" not in s.meta for s in out):
+        raise DatasetError(f"{path}: no record has a 'split' field, so split {split!r} is empty; add one, "
+                           "or draw the evaluation questions from the file: data.train_split=all "
+                           "data.eval_split=all data.eval_limit=N")
+    return [s for s in out if s.meta.get("split") == split]
+
+
 # ---------------------------------------------------------------------- demo
 @register_dataset("demo")
 def load_demo(path: str | Path | None = None, split: str = "dev", **_: Any) -> list[KBQASample]:

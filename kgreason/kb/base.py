@@ -9,7 +9,7 @@ from typing import Any
 
 from kgreason.errors import KBTruncated
 from kgreason.kb.guard import check_read_only
-from kgreason.kb.schema import FREEBASE, KBSchema, sparql_string
+from kgreason.kb.schema import FREEBASE, KBSchema, as_schema, sparql_string
 from kgreason.types import Term
 
 Row = dict[str, Term]
@@ -34,11 +34,11 @@ class KnowledgeBase(abc.ABC):
 
     def __init__(
         self,
-        schema: KBSchema = FREEBASE,
+        schema: KBSchema | str = FREEBASE,
         max_rows: int = 10_000,
         timeout_s: float | None = 30.0,
     ):
-        self.schema = schema
+        self.schema = as_schema(schema)
         self.max_rows = max_rows
         self.timeout_s = timeout_s
         self.stats: dict[str, float] = {"queries": 0, "query_time_s": 0.0}

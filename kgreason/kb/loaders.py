@@ -10,7 +10,7 @@ from typing import Literal
 from kgreason.errors import DatasetError
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.oxigraph import OxigraphKB, TripleLike
-from kgreason.kb.schema import FREEBASE, GENERIC, METAQA, KBSchema, sparql_string
+from kgreason.kb.schema import FREEBASE, GENERIC, METAQA, KBSchema, as_schema, sparql_string
 from kgreason.kb.triplestore import TripleStoreKB
 from kgreason.types import Term
 
@@ -77,15 +77,48 @@ def read_tsv_triples(
             yield h, r, (Term.literal(t) if r in lits else t)
 
 
-def load_tsv_kb(path: str | Path, schema: KBSchema = GENERIC, backend: Backend = "oxigraph",
-                literal_relations: Iterable[str] = (), **kw) -> KnowledgeBase:
-    return _build(read_tsv_triples(path, literal_relations), schema, backend, **kw)
+def load_tsv_kb(path: str | Path, schema: KBSchema | str = GENERIC, backend: Backend = "oxigraph",
+                literal_relations: Iterable[str] = (), sep: str = "\t", **kw) -> KnowledgeBase:
+    """``head<TAB>relation<TAB>tail`` triples (``kb=tsv``); each entity gets its id as a name.
+
+    Ids are the strings of the file, as in MetaQA's ``kb.txt``: an agent reads them, and a
+    look-up by name finds them.
+    """
+    schema = as_schema(schema)
+    return _build(_with_names(read_tsv_triples(path, literal_relations, sep), schema), schema, backend, **kw)
 
 
-def load_rdf_kb(path: str | Path, format: str | None = None, schema: KBSchema = FREEBASE,
+def _with_names(triples: Iterable[TripleLike], schema: KBSchema) -> Iterator[TripleLike]:
+    """The triples, plus a name triple for each entity that has none in them."""
+    if not schema.name_relations:
+        yield from triples
+        return
+    name_rel = schema.name_relations[0]
+    seen: list[str] = []
+    named: set[str] = set()
+    for h, r, t in triples:
+        yield h, r, t
+        if r in schema.name_relations:
+            named.add(h)
+        seen.append(h)
+        if isinstance(t, str):
+            seen.append(t)
+    for e in dict.fromkeys(seen):
+        if e not in named:
+            yield e, name_rel, Term.literal(e)
+
+
+def load_rdf_kb(path: str | Path, format: str | None = None, schema: KBSchema | str = FREEBASE,
                 **kw) -> OxigraphKB:
-    """N-Triples / Turtle / N-Quads file into an embedded Oxigraph store."""
-    return OxigraphKB.from_file(path, format=format, schema=schema, **kw)
+    """N-Triples / Turtle / N-Quads file into an embedded Oxigraph store (``kb=rdf_file``).
+
+    Raises:
+        DatasetError: the file does not exist.
+        KBQueryError: the file does not parse.
+    """
+    if not Path(path).exists():
+        raise DatasetError(f"RDF file not found: {path} (kb.path)")
+    return OxigraphKB.from_file(path, format=format, schema=as_schema(schema), **kw)
 
 
 def load_rog_subgraphs(path: str | Path, schema: KBSchema = GENERIC, id_field: str = "id",

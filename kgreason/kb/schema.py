@@ -7,13 +7,16 @@ well-formed SPARQL token whatever the input, so no input can change a query's sh
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote, unquote
 
 from pyoxigraph import NamedNode
 
-from kgreason.errors import KBQueryError
+from kgreason.errors import ConfigError, KBQueryError
 from kgreason.types import Term
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -176,6 +179,44 @@ GENERIC = KBSchema(
     type_relation=None,
     lang=None,
 )
+
+
+#: the schemas a config may name (``kb.schema=freebase``)
+SCHEMAS: dict[str, KBSchema] = {"freebase": FREEBASE, "generic": GENERIC, "metaqa": METAQA}
+
+
+def as_schema(spec: KBSchema | str | Mapping[str, Any]) -> KBSchema:
+    """A :class:`KBSchema` from a schema, one of :data:`SCHEMAS`' names, or its fields.
+
+    Lets a config say ``schema: freebase`` or spell out the namespaces of its own RDF;
+    fields not given are :data:`GENERIC`'s (names by ``rdfs:label``, no aliases, no types).
+
+    >>> as_schema("freebase") is FREEBASE
+    True
+    >>> as_schema({"entity_ns": "http://ex.org/", "relation_ns": "http://ex.org/p/"}).relation_ns
+    'http://ex.org/p/'
+    >>> as_schema("wikidata")
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: unknown KB schema 'wikidata'; valid: freebase, generic, metaqa, or a mapping of KBSchema fields (entity_ns, relation_ns, ...)
+    """
+    if isinstance(spec, KBSchema):
+        return spec
+    if isinstance(spec, str):
+        if spec.lower() in SCHEMAS:
+            return SCHEMAS[spec.lower()]
+    elif isinstance(spec, Mapping):
+        fields_ = {f.name for f in dataclasses.fields(KBSchema)}
+        unknown = sorted(set(spec) - fields_)
+        if unknown or not {"entity_ns", "relation_ns"} <= set(spec):
+            raise ConfigError(f"KB schema fields {dict(spec)!r}: need entity_ns and relation_ns; "
+                              f"unknown {unknown}; valid fields: {', '.join(sorted(fields_))}")
+        tuples = {k: tuple(v) for k, v in spec.items()
+                  if k in ("name_relations", "alias_relations", "hidden_relations")}
+        # over GENERIC (names by rdfs:label, no aliases or types): what an RDF file most often has
+        return dataclasses.replace(GENERIC, **{**dict(spec), **tuples})
+    raise ConfigError(f"unknown KB schema {spec!r}; valid: {', '.join(SCHEMAS)}, "
+                      "or a mapping of KBSchema fields (entity_ns, relation_ns, ...)")
 
 
 _PREFIX_DECL = re.compile(r"PREFIX\s+(\w*):\s*<([^>]*)>", re.I)
