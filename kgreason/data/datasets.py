@@ -14,19 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from kgreason.errors import DatasetError
+from kgreason.registry import Registry
 from kgreason.types import Entity, KBQASample
 
 Loader = Callable[..., list[KBQASample]]
-DATASETS: dict[str, Loader] = {}
+#: every dataset loader by name (the one :class:`~kgreason.registry.Registry` kind)
+DATASETS: Registry[Loader] = Registry("dataset")
 
 
 def register_dataset(name: str) -> Callable[[Loader], Loader]:
-    def deco(fn: Loader) -> Loader:
-        if name in DATASETS and DATASETS[name] is not fn:
-            raise ValueError(f"dataset {name!r} is already registered")
-        DATASETS[name] = fn
-        return fn
-    return deco
+    """Decorator: register a loader ``(path, split=..., **kw) -> list[KBQASample]`` as ``name``.
+
+    Raises:
+        RegistryError: ``name`` already names another loader.
+    """
+    return DATASETS.register(name)  # type: ignore[return-value]
 
 
 def load_dataset(name: str, path: str | Path | None = None, split: str = "dev",
@@ -50,8 +52,8 @@ def load_dataset(name: str, path: str | Path | None = None, split: str = "dev",
     if key not in DATASETS:
         raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
     if path is None and key != "demo":
-        raise DatasetError(f"dataset {name!r} needs a path")
-    samples = DATASETS[key](path, split=split, **kw)
+        raise DatasetError(f"dataset {name!r} needs a path (data.path=...)")
+    samples = DATASETS.get(key)(path, split=split, **kw)
     return samples[:limit] if limit is not None else samples
 
 

