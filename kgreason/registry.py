@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kgreason.errors import RegistryError
 
@@ -27,9 +27,11 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
 
-    def register(self, name: str, obj: T | None = None) -> Callable[[T], T] | T:
-        """Register ``obj`` under ``name`` (or use as a decorator).
+    def register(self, name: str, obj: T | None = None, **meta: Any) -> Callable[[T], T] | T:
+        """Register ``obj`` under ``name`` (or use as a decorator), with what it declares
+        about itself in ``meta`` (e.g. a reward's ``rollout="tree"``), read by :meth:`meta`.
 
         Raises:
             RegistryError: ``name`` is already registered to a different object.
@@ -38,6 +40,7 @@ class Registry(Generic[T]):
             if name in self._items and self._items[name] is not o:
                 raise RegistryError(f"{self.kind} {name!r} is already registered to {self._items[name]!r}")
             self._items[name] = o
+            self._meta[name] = {k: v for k, v in meta.items() if v is not None}
             return o
 
         return add(obj) if obj is not None else add
@@ -46,6 +49,16 @@ class Registry(Generic[T]):
         if name not in self._items:
             raise RegistryError(f"unknown {self.kind} {name!r}; valid: {', '.join(sorted(self._items))}")
         return self._items[name]
+
+    def meta(self, name: str) -> dict[str, Any]:
+        """What ``name`` declared when it was registered (``{}``: nothing).
+
+        >>> r = Registry("reward")
+        >>> _ = r.register("node", lambda: 0, rollout="tree")
+        >>> r.meta("node"), r.meta("other")
+        ({'rollout': 'tree'}, {})
+        """
+        return dict(self._meta.get(name, {}))
 
     def names(self) -> list[str]:
         return sorted(self._items)

@@ -26,9 +26,19 @@ class RewardFn(Protocol):
 REWARDS: Registry[RewardFn] = Registry("reward")
 
 
-def register(name: str) -> Callable[[RewardFn], RewardFn]:
-    """Register a reward function under ``name``."""
-    return REWARDS.register(name)  # type: ignore[return-value]
+def register(name: str, *, rollout: str | None = None,
+             action_space: str | None = None) -> Callable[[RewardFn], RewardFn]:
+    """Register a reward function under ``name``, with what it needs of the composition.
+
+    Args:
+        rollout: the rollout kind it needs (``"tree"``: it scores tree nodes).
+        action_space: the action space whose output format it scores; on another one it
+            would score 0 on every step.
+
+    The runner checks both against the config before anything loads
+    (:func:`kgreason.config.validate_config`).
+    """
+    return REWARDS.register(name, rollout=rollout, action_space=action_space)  # type: ignore[return-value]
 
 
 def get(name: str) -> RewardFn:

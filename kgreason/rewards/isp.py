@@ -257,7 +257,7 @@ def _best_outcomes(tree) -> dict[int, float]:
     return best
 
 
-@register("isp_format")
+@register("isp_format", action_space="isp_dtpo")
 def isp_format_reward(trajectory: Trajectory, sample: KBQASample, **ctx: Any) -> RewardOutput:
     """ISP's strict ±1 protocol check (F.7): of a tree node's message, else the mean over turns.
 
@@ -273,7 +273,7 @@ def isp_format_reward(trajectory: Trajectory, sample: KBQASample, **ctx: Any) ->
     return RewardOutput(sum(isp_format(t.text) for t in turns) / len(turns) if turns else -1.0)
 
 
-@register("dtpo_progress")
+@register("dtpo_progress", rollout="tree")
 def dtpo_progress_reward(trajectory: Trajectory, sample: KBQASample, mode: str = "paper", max_hops: int = 3,
                          **ctx: Any) -> RewardOutput:
     """Distance-guided progress of a tree node (paper 002 Algorithm 2): +1 closer than the
@@ -288,7 +288,7 @@ def dtpo_progress_reward(trajectory: Trajectory, sample: KBQASample, mode: str =
     return RewardOutput(judge.progress([step_view(p) for p in tree.path(node.id)])[-1])
 
 
-@register("dtpo_outcome")
+@register("dtpo_outcome", rollout="tree")
 def dtpo_outcome_reward(trajectory: Trajectory, sample: KBQASample, **ctx: Any) -> RewardOutput:
     """Max answer F1 over the complete trajectories through a tree node (§4.3.2); 0 when
     no trajectory through it answers. Gate it on format and progress (both ≥ 0) in a

@@ -47,7 +47,7 @@ def tag_format(trajectory: Trajectory) -> tuple[bool, float]:
     return ok, present / expected
 
 
-@register("kbqa_r1_format")
+@register("kbqa_r1_format", action_space="kbqa_r1")
 def kbqa_r1_format(trajectory: Trajectory, sample: KBQASample, mode: str = "strict", **_: Any) -> RewardOutput:
     """1 when :func:`tag_format` holds (``mode="strict"``), or the tag completeness in
     [0, 1] (``mode="completeness"``, the official code's fallback term).

@@ -61,7 +61,7 @@ def retrieval_coverage(trajectory: Trajectory, sample: KBQASample) -> float:
     return 0.0
 
 
-@register("kg_r1")
+@register("kg_r1", action_space="kg_r1")
 def kg_r1_reward(trajectory: Trajectory, sample: KBQASample, w_fmt: float = 0.5, w_kg: float = 0.5,
                  w_ans: float = 0.5, w_f1: float = 1.0, w_ret: float = 1.0, **_: Any) -> RewardOutput:
     """KG-R1 turn rewards plus global reward; defaults are Table 8 of the paper."""

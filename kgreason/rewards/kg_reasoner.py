@@ -41,7 +41,7 @@ def search_in_think_format(text: str) -> bool:
     return text.lstrip().startswith("<think>") and not text.rstrip().split("</answer>")[-1].strip()
 
 
-@register("kg_reasoner_format")
+@register("kg_reasoner_format", action_space="kg_reasoner")
 def kg_reasoner_format(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOutput:
     """1 when the policy's whole response (all turns joined) passes
     :func:`search_in_think_format`, else 0."""
@@ -49,7 +49,7 @@ def kg_reasoner_format(trajectory: Trajectory, sample: KBQASample, **_: Any) -> 
     return RewardOutput(v, components={"format": v})
 
 
-@register("kg_reasoner_retrieval")
+@register("kg_reasoner_retrieval", action_space="kg_reasoner")
 def kg_reasoner_retrieval(trajectory: Trajectory, sample: KBQASample, per_search: float = 0.2, cap: float = 0.8,
                           **_: Any) -> RewardOutput:
     """``min(per_search · N, cap)`` for N searches that returned triples (an error —

@@ -21,7 +21,7 @@ _SCHEMA_NAME = re.compile(r"(?:\b(?:ns|rel):)?((?:[A-Za-z_][\w-]*\.){1,}[A-Za-z_
 _ENTITY_ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 
 
-@register("knowcoder_format")
+@register("knowcoder_format", action_space="knowcoder_a1")
 def knowcoder_format(trajectory: Trajectory, sample: KBQASample, correct: float = 0.1, wrong: float = 0.0,
                      **_: Any) -> RewardOutput:
     r"""``correct`` when the final answer holds a ``\boxed{}``, else ``wrong``.
@@ -62,7 +62,7 @@ def hallucinated_names(trajectory: Trajectory) -> list[str]:
     return out
 
 
-@register("process_penalty")
+@register("process_penalty", action_space="knowcoder_a1")
 def process_penalty(trajectory: Trajectory, sample: KBQASample, per_event: float = -0.2, floor: float = -0.5,
                     timeout_code: str = "KC_TIMEOUT", **_: Any) -> RewardOutput:
     """−0.2 per hallucinated relation or type and per timed-out query, at most −0.5 in

@@ -174,8 +174,53 @@ def test_the_command_line_is_checked_before_torch_loads():
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == "[]"
     for bad, message in [("rl.iteration=3", "did you mean rl.iterations?"),
-                         ("stage=evl", "did you mean 'eval'?")]:
+                         ("stage=evl", "did you mean 'eval'?"),
+                         ("reward=isp_dtpo", "Choose env=isp_dtpo, or a reward that fits")]:
         p = subprocess.run([sys.executable, str(run_py), "method=kg_r1", "preset=smoke", bad],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode != 0 and message in p.stderr, p.stderr[-2000:]
         assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["method=kg_r1", "reward=isp_dtpo"],
+     r"'isp_format' \(reward.components.0\) scores the output of action space 'isp_dtpo', but env uses 'kg_r1'"),
+    (["method=isp_dtpo", "rollout=linear"],
+     r"'dtpo_progress' \(reward.components.1\) scores tree nodes: it needs rollout=tree, but the rollout is linear\. "
+     r"Choose rollout=tree, or a reward that fits rollout=linear and env=isp_dtpo: em, f1$"),
+    (["method=isp_dtpo", "reward=kg_r1"], r"action space 'kg_r1', but env uses 'isp_dtpo'.*Choose env=kg_r1"),
+    (["method=kg_reasoner", "reward=knowcoder_a1"], r"'knowcoder_format' .*env uses 'kg_reasoner'.*: em, f1, kg_reasoner$"),
+])
+def test_a_reward_that_does_not_fit_the_rollout_or_the_action_space_is_refused(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(compose_config([*overrides, "preset=smoke"]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_and_its_single_module_ablations_pass_the_check(method):
+    validate_config(compose_config([f"method={method}", "preset=smoke"]))
+    for reward in ("f1", "em"):  # the outcome rewards fit every composition
+        validate_config(compose_config([f"method={method}", "preset=smoke", f"reward={reward}"]))
+
+
+def test_parts_from_outside_kgreason_are_not_judged():
+    cfg = compose_config(["method=kg_r1", "preset=smoke"])
+    cfg.reward.components[0].name = "my_own_reward"  # not registered: nothing declared
+    validate_config(cfg)
+    cfg = compose_config(["method=kg_r1", "preset=smoke", "reward=isp_dtpo"])
+    cfg.env.space._target_ = "my_package.MySpace"  # an action space we do not know
+    cfg.rollout._target_ = "my_package.MyTreeRollout"
+    validate_config(cfg)
+
+
+def test_the_check_knows_every_registered_action_space_and_rollout():
+    from hydra.utils import get_class, get_method
+
+    from kgreason.config import ACTION_SPACE_TARGETS, ROLLOUT_KINDS
+    from kgreason.envs import ACTION_SPACES
+
+    assert {get_class(t) for t in ACTION_SPACE_TARGETS} == {ACTION_SPACES.get(n) for n in ACTION_SPACES.names()}
+    for target, name in ACTION_SPACE_TARGETS.items():
+        assert ACTION_SPACES.get(name) is get_class(target)
+    targets = {OmegaConf.load(f)["_target_"] for f in (CONFIG_DIR / "rollout").glob("*.yaml")}
+    assert targets == set(ROLLOUT_KINDS) and all(callable(get_method(t)) for t in targets)
