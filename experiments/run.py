@@ -47,10 +47,20 @@ def save_policy(policy, path: Path) -> None:
 
 def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any) -> L.Trainer:
     import lightning as L
+    from hydra.utils import instantiate
 
+    loggers = [logger or L.pytorch.loggers.CSVLogger(out, name=name, version="")]
+    if cfg.logger.get("extra") is not None:  # logger=tensorboard|wandb: beside the CSV
+        loggers.append(instantiate(cfg.logger.extra)(save_dir=str(out), name=name))
     return L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), default_root_dir=out,
-                     logger=logger or L.pytorch.loggers.CSVLogger(out, name=name, version=""),
-                     enable_model_summary=False, log_every_n_steps=1, **kw)
+                     logger=loggers, enable_model_summary=False, log_every_n_steps=1, **kw)
+
+
+def end_stage(tr: L.Trainer) -> None:
+    """End the stage's W&B run: the next stage opens its own (its steps start at 0 again)."""
+    for lg in tr.loggers:
+        if type(lg).__name__ == "WandbLogger" and getattr(lg, "_experiment", None) is not None:
+            lg.experiment.finish()
 
 
 def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
@@ -87,7 +97,9 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
     module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule)
-    trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False).fit(module, loader)
+    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False)
+    tr.fit(module, loader)
+    end_stage(tr)
     save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
     # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
     (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
@@ -125,38 +137,8 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
         # resuming mid-epoch of an endless stream: the stream itself skips what was done
         warnings.filterwarnings("ignore", message=".*resuming from a mid-epoch checkpoint.*")
         tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
+    end_stage(tr)
     save_policy(p.policy, out / "checkpoints" / "policy.pt")
-
-
-def plot_curves(out: Path) -> list[Path]:
-    """PNG plots of the RL curves (reward, F1, response length, turns, invalid calls)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    csv = out / "rl" / "metrics.csv"
-    if not csv.exists():
-        return []
-    df = pd.read_csv(csv)
-    if "train/iteration" not in df:
-        return []
-    df = df.dropna(subset=["train/iteration"])
-    panels = [("train/reward", "reward"), ("train/f1", "F1"), ("train/response_tokens", "response tokens"),
-              ("train/turns", "turns"), ("train/invalid_calls", "invalid calls"), ("train/kl", "KL")]
-    panels = [(k, t) for k, t in panels if k in df]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3))
-    for ax, (k, title) in zip(axes if len(panels) > 1 else [axes], panels, strict=True):
-        ax.plot(df["train/iteration"], df[k], marker="o", ms=3)
-        ax.set_title(title)
-        ax.set_xlabel("RL iteration")
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = out / "training_curves.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
@@ -219,7 +201,10 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     md = [f"# Results: method={choices.get('method')} preset={choices.get('preset')}"]
     md += [r.markdown(k) for k, r in reports.items()]
     (out / "results.md").write_text("\n\n".join(md) + "\n")
-    results["plots"] = [str(p) for p in plot_curves(out)]
+    from plots import plot_run  # experiments/plots.py (the runner extra: matplotlib, pandas)
+
+    plot = plot_run(out, title=f"method={choices.get('method')} preset={choices.get('preset')}  ({out.name})")
+    results["plots"] = [str(plot)] if plot else []
     for k, r in reports.items():
         print(f"[{k}] dev F1 {r.overall['f1']:.3f}  Hit@1 {r.overall['hit1']:.3f}  (n={r.overall['n']})")
     print(f"outputs: {out}")

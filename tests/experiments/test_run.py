@@ -69,6 +69,12 @@ def test_multirun_ablation_grid_over_reward_and_objective(tmp_path):
         assert "reward/global" in cols
         cfg = (d / "config.yaml").read_text()
         assert ("advantage: kg_r1_turn" in cfg) == ("objective=kg_r1" in d.name)
+    # the sweep's own table: one row per job, each with its trained score
+    table = (tmp_path / "results.md").read_text().splitlines()
+    assert table[2].startswith("| job | trained F1 | trained Hit@1 | n | status |")
+    rows = [r for r in table if r.startswith("| ") and "reward=" in r]
+    assert sorted(r.split(" | ")[0][2:] for r in rows) == sorted(d.name for d in runs)
+    assert all(r.endswith("| 4 | done |") for r in rows)
 
 
 def test_multirun_ablation_over_the_rollout_group(tmp_path):
@@ -196,3 +202,17 @@ def test_the_kg_reasoner_ablations_compose():
     assert full.rollout.n_rollouts == 16 and full.model.policy._target_.endswith("from_pretrained")
     demo = compose_config(["method=kg_reasoner", "preset=demo"])
     assert demo.env.space.top_k == 5 and demo.sft.steps == 150 and demo.ranker_training.context == 8
+
+
+def test_tensorboard_and_offline_wandb_loggers_beside_the_csv(tmp_path):
+    p = run("-m", "method=kg_r1", "preset=smoke", "logger=tensorboard,wandb", "rl.iterations=1", "eval.untrained=false",
+            f"hydra.sweep.dir={tmp_path}", timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    tb, wb = (next(tmp_path.glob(f"*logger={name},*")) for name in ("tensorboard", "wandb"))
+    for stage in ("sft", "rl"):
+        assert (tb / stage / "metrics.csv").exists() and (wb / stage / "metrics.csv").exists()
+        assert list((tb / stage).glob("events.out.tfevents.*")), stage
+    offline = sorted((wb / "wandb").glob("offline-run-*"))
+    assert len(offline) == 2  # one W&B run per stage, not the SFT run continued by RL
+    assert all(list(r.glob("*.wandb")) for r in offline)
+    assert f"| {wb.name} | 0." in (tmp_path / "results.md").read_text()

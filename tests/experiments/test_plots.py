@@ -1,0 +1,66 @@
+"""experiments/plots.py: the run's figure from what the run wrote."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
+from plots import plot_run  # noqa: E402
+
+
+def _run(tmp_path: Path) -> Path:
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "metrics.csv").write_text("epoch,sft/loss,sft/lr,step\n0,2.0,1e-4,0\n0,1.5,1e-4,1\n0,1.2,1e-4,2\n")
+    (tmp_path / "rl").mkdir()
+    (tmp_path / "rl" / "metrics.csv").write_text(
+        "epoch,step,train/iteration,train/reward,train/f1,train/kl\n0,0,0,0.1,0.2,0.0\n0,1,1,0.3,0.4,0.001\n")
+    ev = {"untrained": {"overall": {"f1": 0.0, "hit1": 0.0, "n": 5}},
+          "trained": {"overall": {"f1": 0.4, "hit1": 0.6, "n": 5}}}
+    (tmp_path / "results.json").write_text(json.dumps({"eval": ev}))
+    return tmp_path
+
+
+def test_the_figure_has_sft_loss_rl_curves_and_the_evaluations(tmp_path):
+    import matplotlib.pyplot as plt
+
+    figures = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(self, *a, **kw):
+        figures.append(self)
+        return real_savefig(self, *a, **kw)
+
+    plt.Figure.savefig = keep
+    try:
+        path = plot_run(_run(tmp_path), title="method=kg_r1 preset=demo")
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert path == tmp_path / "training_curves.png" and path.stat().st_size > 10_000
+    fig = figures[0]
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in axes] == ["SFT loss (cold start)", "RL reward", "RL answer F1", "KL to reference",
+                                              "dev evaluation (n=5)"]
+    assert fig._suptitle.get_text() == "method=kg_r1 preset=demo"
+    rl_ticks = axes[1].xaxis.get_major_locator().tick_values(1, 2)
+    assert all(float(t).is_integer() for t in rl_ticks)  # no fractional iterations
+    assert [t.get_text() for t in axes[-1].get_xticklabels()] == ["untrained", "trained"]
+
+
+def test_nothing_to_draw_is_no_figure(tmp_path):
+    assert plot_run(tmp_path) is None
+    assert not (tmp_path / "training_curves.png").exists()
+
+
+@pytest.mark.parametrize("only", ["sft", "results.json"])
+def test_a_run_with_one_stage_draws_that_stage(tmp_path, only):
+    _run(tmp_path)
+    for p in ("sft", "rl", "results.json"):
+        if p != only and (tmp_path / p).exists():
+            import shutil
+
+            shutil.rmtree(tmp_path / p) if (tmp_path / p).is_dir() else (tmp_path / p).unlink()
+    assert plot_run(tmp_path) is not None
