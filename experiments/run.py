@@ -56,6 +56,12 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
                      logger=loggers, enable_model_summary=False, log_every_n_steps=1, **kw)
 
 
+def run_hparams(cfg: DictConfig) -> dict[str, Any]:
+    """The run's resolved config and its Hydra choices, saved as the modules' hyper-parameters."""
+    return {"config": OmegaConf.to_container(cfg, resolve=True),
+            "choices": dict(HydraConfig.get().runtime.choices) if HydraConfig.initialized() else {}}
+
+
 def end_stage(tr: L.Trainer) -> None:
     """End the stage's W&B run: the next stage opens its own (its steps start at 0 again)."""
     for lg in tr.loggers:
@@ -96,7 +102,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
-    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule)
+    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, hparams=run_hparams(cfg))
     tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False)
     tr.fit(module, loader)
     end_stage(tr)
@@ -115,7 +121,8 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
 
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
-    module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"))
+    module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"),
+                         hparams=run_hparams(cfg))
     if start:
         # what the killed run wrote after its checkpoint is redone now: drop it first
         n = drop_jsonl_rows(out / "trajectories.jsonl",

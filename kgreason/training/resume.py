@@ -18,8 +18,8 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.fabric.loggers.csv_logs import _ExperimentWriter
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
 from kgreason.errors import ConfigError
 from kgreason.training.rl import ITERATION_KEY
@@ -83,7 +83,7 @@ def drop_jsonl_rows(path: str | Path, drop: Callable[[dict[str, Any]], bool]) ->
     return dropped
 
 
-class _ResumingWriter(_ExperimentWriter):
+class _ResumingWriter(ExperimentWriter):
     """Lightning's CSV writer, keeping the rows of iterations before ``start`` instead of deleting the file."""
 
     def __init__(self, log_dir: str, start: int):
@@ -122,7 +122,7 @@ class ResumingCSVLogger(CSVLogger):
         self._start = start
 
     @property
-    def experiment(self) -> _ExperimentWriter:
+    def experiment(self) -> ExperimentWriter:
         if self._experiment is None:
             os.makedirs(self.root_dir, exist_ok=True)
             self._experiment = _ResumingWriter(self.log_dir, self._start)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,15 @@ class JsonlSink:
             f.flush()
 
 
+def _plain(config: Any) -> dict[str, Any]:
+    """A dataclass's fields that a YAML file can hold (callables by their names)."""
+    out = {}
+    for f in fields(config):
+        v = getattr(config, f.name)
+        out[f.name] = v if isinstance(v, str | int | float | bool | type(None)) else repr(v)
+    return out
+
+
 class RLLitModule(L.LightningModule):
     """RL fine-tuning of a policy in KG environments, for any :class:`ExperienceSource`.
 
@@ -124,12 +133,16 @@ class RLLitModule(L.LightningModule):
         make_env: builds a fresh environment (one per rollout).
         config: :class:`RLConfig`.
         sink: called with each step's episodes (e.g. :class:`JsonlSink`).
+        hparams: more to save as hyper-parameters (the runner gives its whole config).
     """
 
     def __init__(self, policy: CausalLMPolicy, source: ExperienceSource, make_env: Callable[[], KGEnv],
                  config: RLConfig | None = None,
-                 sink: Callable[[Sequence[Trajectory], int, str], None] | None = None):
+                 sink: Callable[[Sequence[Trajectory], int, str], None] | None = None,
+                 hparams: Mapping[str, Any] | None = None):
         super().__init__()
+        # in every Lightning checkpoint (``hyper_parameters``) and given to every logger
+        self.save_hyperparameters({"rl": _plain(config or RLConfig()), **(hparams or {})})
         if not isinstance(source, ExperienceSource):
             raise TypeError(f"source must have collect(batch, make_env, step), got {type(source).__name__}")
         self.automatic_optimization = False

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import lightning as L
 import torch
@@ -68,12 +69,15 @@ class SFTLitModule(L.LightningModule):
             policy turn (:func:`turn_opening_weights`); weight 1 is the plain mean.
         lr_lambda: step → multiplier of ``lr``, applied every optimizer step (e.g.
             :func:`~kgreason.training.schedules.warmup_cosine`); ``None`` keeps it constant.
+        hparams: more to save as hyper-parameters (the runner gives its whole config).
     """
 
     def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0,
                  opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0,
-                 lr_lambda: Callable[[int], float] | None = None):
+                 lr_lambda: Callable[[int], float] | None = None, hparams: Mapping[str, Any] | None = None):
         super().__init__()
+        # given to every logger (hparams.yaml beside metrics.csv, TensorBoard, W&B config)
+        self.save_hyperparameters({"sft": {"lr": lr, "weight_decay": weight_decay}, **(hparams or {})})
         self.policy = policy
         self.model = policy.model  # registered so Lightning moves and checkpoints it
         self.lr = lr

@@ -32,6 +32,16 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     assert stages == {"eval/untrained", "train", "eval/trained"}
     assert "rollout:\n  _target_: kgreason.training.LinearExperience.build\n  n_rollouts: 2" in (
         out / "config.yaml").read_text()  # preset over method
+    # the Lightning checkpoint carries the run's config; the loggers get it too
+    hp = torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["hyper_parameters"]
+    assert hp["choices"]["method"] == "kg_r1" and hp["config"]["rl"]["iterations"] == 2
+    assert hp["rl"]["advantage"] == "kg_r1_turn"
+    assert "choices:" in (out / "sft" / "hparams.yaml").read_text()
+    # transformers / vLLM format: the merged model (the tiny model has no pretrained base for an adapter)
+    ex = subprocess.run([sys.executable, "-m", "kgreason.models.export", str(out / "checkpoints" / "policy.pt")],
+                        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ex.returncode == 0, ex.stderr[-2000:]
+    assert (out / "export" / "merged" / "config.json").exists() and "merged:" in ex.stdout
 
     # evaluate the saved policy, then resume RL from the Lightning checkpoint
     ev = tmp_path / "eval"
