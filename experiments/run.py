@@ -56,6 +56,17 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
                      logger=loggers, enable_model_summary=False, log_every_n_steps=1, **kw)
 
 
+def quiet() -> None:
+    """Silence what no user can act on: Lightning's hardware lines and tips, deprecations
+    raised inside transformers and Lightning, and the SFT module's unused validation step."""
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("transformers.utils.generic").addFilter(lambda r: "past_key_values" not in r.getMessage())
+    for message in (r".*`past_key_values` is deprecated.*", r".*isinstance\(treespec, LeafSpec\).*",
+                    r".*defined a `validation_step` but have no `val_dataloader`.*"):
+        warnings.filterwarnings("ignore", message=message)
+
+
 def run_hparams(cfg: DictConfig) -> dict[str, Any]:
     """The run's resolved config and its Hydra choices, saved as the modules' hyper-parameters."""
     return {"config": OmegaConf.to_container(cfg, resolve=True),
@@ -103,7 +114,9 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
     module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, hparams=run_hparams(cfg))
-    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, enable_checkpointing=False)
+    # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
+    epochs = -(-cfg.sft.steps // max(1, len(loader)))
+    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False)
     tr.fit(module, loader)
     end_stage(tr)
     save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
@@ -154,6 +167,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     validate_config(cfg)
+    quiet()
     import lightning as L
 
     from kgreason.compose import build_parts

@@ -28,6 +28,9 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert set(res["eval"]) == {"untrained", "trained"}
     assert "dev F1" in p.stdout
+    noise = [n for n in ("FutureWarning", "GPU available", "Tip:", "validation_step", "LeafSpec", "past_key_values",
+                         "/-2") if n in p.stdout + p.stderr]
+    assert not noise, noise  # nothing a user cannot act on
     stages = {json.loads(line)["stage"] for line in (out / "trajectories.jsonl").read_text().splitlines()}
     assert stages == {"eval/untrained", "train", "eval/trained"}
     assert "rollout:\n  _target_: kgreason.training.LinearExperience.build\n  n_rollouts: 2" in (
