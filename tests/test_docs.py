@@ -6,7 +6,10 @@ import contextlib
 import doctest
 import io
 import re
+import textwrap
 from pathlib import Path
+
+import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -46,3 +49,11 @@ def test_the_architecture_table_lists_every_config_option():
                   "curriculum", "ranker_training", "data", "trainer", "method", "preset"):
         listed = set(re.findall(r"`(\w+)`", rows[group]))
         assert listed == {p.stem for p in (conf / group).glob("*.yaml")}, group
+
+
+def test_training_page_examples_run():
+    pytest.importorskip("ctranslate2")
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "training.md").read_text(), re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(textwrap.dedent(code), "docs/training.md", "exec"), {})

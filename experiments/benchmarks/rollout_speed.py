@@ -1,7 +1,17 @@
-"""Lock-step multi-turn rollout vs the same trajectories one at a time, same engine.
+"""Lock-step multi-turn rollout vs the same trajectories one at a time, same engine; and
+the engines side by side.
 
     python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group] [--bf16 auto|true|false]
         [--checkpoint RUN/checkpoints/policy_sft.pt [--preset demo]]
+    python experiments/benchmarks/rollout_speed.py --engines hf,ct2-float32,ct2-int8 [--sizes 1,8,32] [--agreement 200]
+        [--checkpoint ...] [--turns 3] [--tokens 96]
+
+``--engines``: the same lock-step rollouts (dev questions, greedy, the KG-R1 action space
+on the embedded demo KB) decoded by each engine at each batch size, with tokens/s and the
+ratio to the first engine, in one run; the time to convert the weights for CTranslate2 is
+timed apart (RL pays it once per iteration). ``--agreement N`` greedily decodes the
+first-turn prompts of ``N`` demo questions (train, then dev) with every engine and reports
+how many give exactly the first engine's tokens.
 
 Both sides run the same questions with the same engine and limits; prints generated
 tokens per second of each and their ratio, measured side by side in one run. By default
@@ -31,7 +41,7 @@ import torch
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
-from kgreason.rollout import HFEngine, MultiTurnRollout
+from kgreason.rollout import CTranslate2Engine, Engine, HFEngine, MultiTurnRollout
 from kgreason.rollout.kv_cache import GrowingCache
 
 
@@ -75,6 +85,63 @@ def preset_lora(preset: str) -> LoraSettings:
     return LoraSettings(**lora)
 
 
+def make_engine(name: str, policy: CausalLMPolicy) -> Engine:
+    """``hf`` or ``ct2-<compute type>``."""
+    if name == "hf":
+        return HFEngine(policy)
+    if name.startswith("ct2-"):
+        return CTranslate2Engine(policy, compute_type=name[4:])
+    raise SystemExit(f"unknown engine {name!r}: hf, ct2-float32, ct2-int8_float32, ct2-int8")
+
+
+def compare_engines(policy: CausalLMPolicy, names: list[str], sizes: list[int], turns: int, tokens: int,
+                    agreement: int) -> None:
+    """Print the engines' lock-step throughput per batch size and their greedy agreement."""
+    kb = load_demo_kb()
+    dev = load_dataset("demo", split="dev")
+    engines = {}
+    for name in names:
+        t0 = time.perf_counter()
+        engines[name] = make_engine(name, policy)
+        engines[name].generate([policy.chat_ids([{"role": "user", "content": "hi"}])], max_new_tokens=2)
+        print(f"{name}: ready in {time.perf_counter() - t0:.1f} s (conversion and load for ct2)")
+    print(f"\nlock-step greedy rollouts, KG-R1 on the demo KB, H={turns}, {tokens} new tokens/turn")
+    print("| batch | " + " | ".join(f"{n} tok/s" for n in names) + " | " +
+          " | ".join(f"{n} / {names[0]}" for n in names[1:]) + " |")
+    print("|---" * (1 + 2 * len(names) - 1) + "|")
+    for size in sizes:
+        speeds = []
+        for name in names:
+            ro = MultiTurnRollout(engines[name], policy.tokenizer, policy.chat_ids, max_new_tokens=tokens)
+            samples = [dev[i % len(dev)] for i in range(size)]
+            t0 = time.perf_counter()
+            _, st = ro.run([make_env("kg_r1", kb, max_turns=turns) for _ in samples], samples, greedy=True)
+            speeds.append(st.generated_tokens / (time.perf_counter() - t0))
+        print(f"| {size} | " + " | ".join(f"{v:.0f}" for v in speeds) + " | " +
+              " | ".join(f"{v / speeds[0]:.2f}x" for v in speeds[1:]) + " |")
+    for name in names:
+        eng = engines[name]
+        if isinstance(eng, CTranslate2Engine):
+            t0 = time.perf_counter()
+            with torch.no_grad():  # an RL update: the adapters change in place
+                next(p for p in policy.parameters()).add_(0.0)
+            eng.generate([policy.chat_ids([{"role": "user", "content": "hi"}])], max_new_tokens=1)
+            print(f"{name}: weight sync after an update {time.perf_counter() - t0:.2f} s")
+    if agreement:
+        questions = (load_dataset("demo", split="train") + dev)[:agreement]
+        firsts = [policy.chat_ids(make_env("kg_r1", kb).reset(q)) for q in questions]
+        outs = {}
+        for name in names:
+            outs[name] = []
+            for i in range(0, len(firsts), 16):
+                outs[name] += [g.token_ids for g in engines[name].generate(firsts[i:i + 16], max_new_tokens=tokens,
+                                                                            greedy=True)]
+        ref = outs[names[0]]
+        for name in names[1:]:
+            same = sum(a == b for a, b in zip(ref, outs[name], strict=True))
+            print(f"greedy first turns identical to {names[0]}: {name} {same}/{len(ref)} = {same / len(ref):.1%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="smollm2", choices=["smollm2", "tiny"])
@@ -85,6 +152,9 @@ def main() -> int:
     ap.add_argument("--bf16", default="auto", help="auto (bf16 only on AMX CPUs / GPUs), true or false")
     ap.add_argument("--checkpoint", help="trained weights from experiments/run.py (smollm2 only)")
     ap.add_argument("--preset", default="demo", help="the preset whose LoRA settings made --checkpoint")
+    ap.add_argument("--engines", help="compare engines instead, e.g. hf,ct2-float32,ct2-int8")
+    ap.add_argument("--sizes", default="1,8,32", help="batch sizes for --engines")
+    ap.add_argument("--agreement", type=int, default=0, help="greedy agreement over this many demo questions")
     args = ap.parse_args()
     if args.checkpoint and args.model != "smollm2":
         ap.error("--checkpoint holds SmolLM2 weights: use it with --model smollm2")
@@ -94,6 +164,10 @@ def main() -> int:
     if args.checkpoint:
         policy.load_checkpoint_state(torch.load(args.checkpoint, map_location="cpu"))
         policy.merge_lora()
+    if args.engines:
+        compare_engines(policy, args.engines.split(","), [int(x) for x in args.sizes.split(",")], args.turns,
+                        args.tokens, args.agreement)
+        return 0
     kb = load_demo_kb()
     dev = load_dataset("demo", split="dev")
     samples = [dev[0]] * args.n if args.group else dev[: args.n]

@@ -50,7 +50,7 @@ class _Kept:
     ids: torch.Tensor
     mask: torch.Tensor
     rows: list[tuple[int, ...]]
-    weights: int
+    weights: tuple[int, int]
 
 
 class HFEngine(Engine):
@@ -189,10 +189,8 @@ class HFEngine(Engine):
         self._kept = _Kept(cache, seqs[:, :cols].cpu(), torch.cat([mask, gen_mask], dim=1), rows,
                            self._weights_version())
 
-    def _weights_version(self) -> int:
-        # Every in-place update (optimizer step, LoRA merge, loading weights) bumps a
-        # tensor's version counter: a changed sum means the kept cache is stale.
-        return sum(p._version for p in self.policy.model.parameters())
+    def _weights_version(self) -> tuple[int, int]:
+        return weights_version(self.policy.model)
 
     def _continue(self, prompts, pad: int):
         """Ids, mask and cache to continue the kept rows, or None when a prompt extends none."""
@@ -221,30 +219,47 @@ class HFEngine(Engine):
                 torch.cat([kept.mask[index], new_mask], dim=1), cache)
 
     def _finish(self, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
-        tok = self.tokenizer
-        eos = tok.eos_token_id
-        if eos in new:  # everything after the first EOS is padding
-            k = new.index(eos) + 1
-            text = tok.decode(new[:k - 1])
-            hit = _first_stop(text, stop)
-            if hit is None:
-                return Generation(new[:k], text, "eos")
-            new = new[:k - 1]
-        text = tok.decode(new)
+        return finish_generation(self.tokenizer, new, stop, max_new_tokens)
+
+
+def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
+    """A completion cut where it ends: after the first EOS, or at the end of the first
+    stop string (the shortest token prefix whose text holds it), else at the length limit.
+
+    Engines decode a few tokens past a stop string (they check it per token, and a stop
+    string can end inside a token); this gives every engine the same cut.
+    """
+    tok = tokenizer
+    eos = tok.eos_token_id
+    if eos in new:  # everything after the first EOS is padding
+        k = new.index(eos) + 1
+        text = tok.decode(new[:k - 1])
         hit = _first_stop(text, stop)
         if hit is None:
-            return Generation(new, text, "length" if len(new) >= max_new_tokens else "eos")
-        # The shortest prefix whose text contains the stop string (containment is monotone).
-        lo, hi = 1, len(new)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _first_stop(tok.decode(new[:mid]), stop) is not None:
-                hi = mid
-            else:
-                lo = mid + 1
-        text = tok.decode(new[:lo])
-        end = _first_stop(text, stop)
-        return Generation(new[:lo], text[:end], "stop")
+            return Generation(new[:k], text, "eos")
+        new = new[:k - 1]
+    text = tok.decode(new)
+    hit = _first_stop(text, stop)
+    if hit is None:
+        return Generation(new, text, "length" if len(new) >= max_new_tokens else "eos")
+    # The shortest prefix whose text contains the stop string (containment is monotone).
+    lo, hi = 1, len(new)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _first_stop(tok.decode(new[:mid]), stop) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    text = tok.decode(new[:lo])
+    end = _first_stop(text, stop)
+    return Generation(new[:lo], text[:end], "stop")
+
+
+def weights_version(model) -> tuple[int, int]:
+    """Changes whenever ``model``'s weights may have: the model object (a LoRA merge
+    replaces it) and the sum of its tensors' version counters, which every in-place update
+    (optimizer step, merge, loading weights) bumps."""
+    return id(model), sum(p._version for p in model.parameters())
 
 
 def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:

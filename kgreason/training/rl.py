@@ -156,6 +156,11 @@ class RLLitModule(L.LightningModule):
         self.iteration = 0
         self._rng_to_restore: dict[str, Any] | None = None
 
+    def on_fit_start(self) -> None:
+        # transformers loads models in eval mode, and Lightning trains modules in the mode
+        # it finds them in (warning about each of them)
+        self.model.train()
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[ITERATION_KEY] = self.iteration
         # sampling and mini-batch order draw from the global generators; with their state

@@ -89,6 +89,11 @@ class SFTLitModule(L.LightningModule):
         #: it (KG-Reasoner's hard-case measure, §4.3); needs ``sample_ids`` in the batch
         self.question_losses: dict[str, float] = {}
 
+    def on_fit_start(self) -> None:
+        # transformers loads models in eval mode, and Lightning trains modules in the mode
+        # it finds them in (warning about each of them)
+        self.model.train()
+
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         skip, n_tokens, weight = self.opening
         weights = None

@@ -69,3 +69,26 @@ def test_turn_opening_weights_mark_the_first_words_of_every_thought(demo_oxigrap
     manual = -(lp * w * m).sum() / (w * m).sum()
     assert torch.allclose(masked_nll(pol, batch, w), manual, atol=1e-5)
     assert not torch.allclose(masked_nll(pol, batch, w), masked_nll(pol, batch), atol=1e-4)
+
+
+def test_a_model_loaded_in_eval_mode_trains_in_train_mode(demo_oxigraph, recwarn):
+    # transformers' from_pretrained returns eval mode; Lightning would train it so, and warn
+    pol = CausalLMPolicy.tiny()
+    pol.model.eval()
+    qs = load_dataset("demo", split="train")[:4]
+    trajs = oracle_sft_trajectories(qs, lambda: make_env("kg_r1", demo_oxigraph, max_turns=10),
+                                    pol.chat_ids, pol.tokenizer)
+    loader = DataLoader(trajs, batch_size=2, collate_fn=functools.partial(collate, pad_id=pol.tokenizer.pad_token_id,
+                                                                          max_len=256))
+    modes = []
+
+    class Probe(SFTLitModule):
+        def training_step(self, batch, batch_idx):
+            modes.append(self.model.training)
+            return super().training_step(batch, batch_idx)
+
+    trainer = L.Trainer(max_steps=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(Probe(pol, lr=1e-3), loader)
+    assert modes == [True]
+    assert not [w for w in recwarn if "eval mode" in str(w.message)]
