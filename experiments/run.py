@@ -116,7 +116,10 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, hparams=run_hparams(cfg))
     # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
     epochs = -(-cfg.sft.steps // max(1, len(loader)))
-    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False)
+    # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")
+    limit = cfg.sft.steps if epochs == 1 else None
+    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False,
+                 limit_train_batches=limit)
     tr.fit(module, loader)
     end_stage(tr)
     save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")

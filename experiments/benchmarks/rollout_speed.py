@@ -79,9 +79,9 @@ def preset_lora(preset: str) -> LoraSettings:
     path = Path(__file__).resolve().parents[1] / "conf" / "preset" / f"{preset}.yaml"
     if not path.exists():
         raise SystemExit(f"no preset {preset!r} at {path}")
-    lora = OmegaConf.load(path).get("model", {}).get("lora")
+    lora = OmegaConf.select(OmegaConf.load(path), "model.policy.lora")
     if not lora:
-        raise SystemExit(f"preset {preset!r} sets no model.lora")
+        raise SystemExit(f"preset {preset!r} sets no model.policy.lora")
     return LoraSettings(**lora)
 
 
