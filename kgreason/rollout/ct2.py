@@ -22,7 +22,13 @@ from typing import Any
 import torch
 
 from kgreason.errors import KGReasonError
-from kgreason.rollout.engine import Engine, Generation, finish_generation, weights_version
+from kgreason.rollout.engine import (
+    Engine,
+    Generation,
+    common_prefix_len,
+    finish_generation,
+    weights_version,
+)
 
 COMPUTE_TYPES = ("int8", "int8_float32", "float32")
 
@@ -35,6 +41,11 @@ def _ctranslate2():
             "engine=ct2 needs CTranslate2: pip install 'kgreason[ct2]' "
             "(or use engine=hf, which has the same interface).") from e
     return ctranslate2
+
+
+def _check_compute_type(compute_type: str) -> None:
+    if compute_type not in COMPUTE_TYPES:
+        raise KGReasonError(f"compute_type={compute_type!r}: choose one of {', '.join(COMPUTE_TYPES)}")
 
 
 def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quantization: str = "int8") -> None:
@@ -55,8 +66,7 @@ def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quant
     _ctranslate2()
     from ctranslate2.converters import transformers as ct2_transformers
 
-    if quantization not in COMPUTE_TYPES:
-        raise KGReasonError(f"compute_type={quantization!r}: choose one of {', '.join(COMPUTE_TYPES)}")
+    _check_compute_type(quantization)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     name = type(base.config).__name__
     loader = ct2_transformers._MODEL_LOADERS.get(name)
@@ -83,21 +93,6 @@ def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quant
 MIN_STATIC_PREFIX = 16  # shorter shared prefixes are not worth a separate encoding pass
 
 
-def shared_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
-    """Length of the prefix all ``prompts`` share, leaving at least one token in each.
-
-    >>> shared_prefix_len([[1, 2, 3, 4], [1, 2, 5]])
-    2
-    >>> shared_prefix_len([[1, 2, 3], [1, 2, 3]])
-    2
-    """
-    first, limit = prompts[0], min(len(p) for p in prompts) - 1
-    k = 0
-    while k < limit and all(p[k] == first[k] for p in prompts):
-        k += 1
-    return k
-
-
 class CTranslate2Engine(Engine):
     """:class:`~kgreason.rollout.Engine` on a CTranslate2 copy of the policy.
 
@@ -119,8 +114,7 @@ class CTranslate2Engine(Engine):
     def __init__(self, policy, compute_type: str = "float32", temperature: float = 1.0, top_p: float = 1.0,
                  top_k: int = 0, threads: int | None = None):
         _ctranslate2()
-        if compute_type not in COMPUTE_TYPES:
-            raise KGReasonError(f"engine.compute_type={compute_type!r}: choose one of {', '.join(COMPUTE_TYPES)}")
+        _check_compute_type(compute_type)
         self.policy = policy
         self.tokenizer = policy.tokenizer
         self.compute_type = compute_type
@@ -157,7 +151,8 @@ class CTranslate2Engine(Engine):
         # faster on 8-32 KG-R1 prompts, same tokens at float32 (docs/benchmarks.md).
         # Not cached across calls: a group's prefix names its question, and the
         # generator's prompt cache has no eviction.
-        k = shared_prefix_len(prompts)
+        # at least one token per row left to start decoding from
+        k = min(common_prefix_len(prompts), min(map(len, prompts)) - 1)
         static = tok.convert_ids_to_tokens(list(prompts[0][:k])) if k >= MIN_STATIC_PREFIX else None
         cut = k if static else 0
         results = generator.generate_batch(

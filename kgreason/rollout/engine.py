@@ -139,7 +139,7 @@ class HFEngine(Engine):
         model.train(was_training)
         width = ids.shape[1]
         seqs = out.sequences
-        gens = [self._finish(seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
+        gens = [finish_generation(self.tokenizer, seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
         if keep and out.past_key_values is not None:
             self._keep(out.past_key_values, seqs, mask, prompts, gens)
         return gens
@@ -187,16 +187,13 @@ class HFEngine(Engine):
             gen_mask[i, :k] = 1
             rows.append(tuple(p) + tuple(g.token_ids[:k]))
         self._kept = _Kept(cache, seqs[:, :cols].cpu(), torch.cat([mask, gen_mask], dim=1), rows,
-                           self._weights_version())
-
-    def _weights_version(self) -> tuple[int, int]:
-        return weights_version(self.policy.model)
+                           weights_version(self.policy.model))
 
     def _continue(self, prompts, pad: int):
         """Ids, mask and cache to continue the kept rows, or None when a prompt extends none."""
         kept = self._kept
         assert kept is not None
-        if kept.weights != self._weights_version():
+        if kept.weights != weights_version(self.policy.model):
             return None
         pick, rest = [], []
         for p in prompts:
@@ -217,9 +214,6 @@ class HFEngine(Engine):
         new_ids, new_mask = pad_batch(rest, pad)
         return (torch.cat([kept.ids[index], new_ids], dim=1),
                 torch.cat([kept.mask[index], new_mask], dim=1), cache)
-
-    def _finish(self, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
-        return finish_generation(self.tokenizer, new, stop, max_new_tokens)
 
 
 def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
