@@ -83,10 +83,12 @@ def end_stage(tr: L.Trainer) -> None:
 def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
     from tqdm import tqdm
 
-    from kgreason.eval import evaluate
+    from kgreason.eval import evaluate, turn_budget
     from kgreason.training import JsonlSink
 
-    bar = tqdm(total=len(p.dev), desc=f"eval ({tag})", unit="q")
+    # counted in turns: a lock-step batch of questions finishes all at once, its turns one by one
+    bar = tqdm(total=turn_budget(p.make_env, p.dev, cfg.eval.runs), desc=f"eval ({tag}, {len(p.dev)} questions)",
+               unit="turn")
     report, trajs = evaluate(p.eval_rollout, p.make_env, p.dev, batch_size=cfg.eval.batch_size,
                              n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update)
     bar.close()
@@ -118,13 +120,16 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     epochs = -(-cfg.sft.steps // max(1, len(loader)))
     # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")
     limit = cfg.sft.steps if epochs == 1 else None
+    # under data parallelism the batch sampler shards itself (Lightning cannot wrap it)
     tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False,
-                 limit_train_batches=limit)
+                 limit_train_batches=limit, use_distributed_sampler=False)
     tr.fit(module, loader)
     end_stage(tr)
-    save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
-    # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
-    (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
+    if tr.is_global_zero:
+        save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
+        # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases);
+        # under data parallelism, of the first process's share
+        (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
     annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)
 
@@ -134,6 +139,7 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     from torch.utils.data import DataLoader
 
     from kgreason.training import JsonlSink, RLLitModule
+    from kgreason.training.progress import IterationProgressBar
     from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
 
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
@@ -154,14 +160,16 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
         prompts = p.prompts(p.train)
     tr = trainer(cfg, out, "rl", logger=ResumingCSVLogger(out, name="rl", version="", start=start),
                  max_steps=-1, max_epochs=1, enable_checkpointing=False,
-                 callbacks=[IterationCheckpoint(out / "checkpoints" / "rl", every=cfg.rl.checkpoint_every)])
+                 callbacks=[IterationCheckpoint(out / "checkpoints" / "rl", every=cfg.rl.checkpoint_every),
+                            IterationProgressBar(cfg.rl.iterations)])
     # One epoch of an endless prompt stream, which the module ends after its iterations.
     with warnings.catch_warnings():
         # resuming mid-epoch of an endless stream: the stream itself skips what was done
         warnings.filterwarnings("ignore", message=".*resuming from a mid-epoch checkpoint.*")
         tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
     end_stage(tr)
-    save_policy(p.policy, out / "checkpoints" / "policy.pt")
+    if tr.is_global_zero:
+        save_policy(p.policy, out / "checkpoints" / "policy.pt")
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
@@ -172,12 +180,16 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     validate_config(cfg)
     quiet()
     import lightning as L
+    from lightning.fabric.utilities.rank_zero import rank_zero_only
 
     from kgreason.compose import build_parts
     from kgreason.eval import EvalReport
     from kgreason.training.resume import rl_progress
 
     L.seed_everything(cfg.seed, verbose=False)
+    # trainer=ddp: Lightning starts the other processes at the first fit, running this
+    # script again; they train their share and leave evaluation and results to the first
+    lead = rank_zero_only.rank == 0
     p = build_parts(cfg)
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
     results: dict[str, Any] = {"output_dir": str(out)}
@@ -201,7 +213,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     if figures:
         results["ranker"] = figures
 
-    if not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
+    if lead and not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
         reports[tag] = run_eval(p, cfg, out, tag)
 
@@ -209,11 +221,13 @@ def main(cfg: DictConfig) -> dict[str, Any]:
         results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
             results["cold_start_report"] = p.cold_start.report
-        if results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
+        if lead and results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
             reports["sft"] = run_eval(p, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
         reinforce(p, cfg, out, start)
+    if not lead:
+        return results
 
     if cfg.stage == "all":
         reports["trained"] = run_eval(p, cfg, out, "trained")

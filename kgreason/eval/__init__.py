@@ -8,11 +8,11 @@ from typing import Any
 
 from kgreason.eval.metrics import exact_match, f1, hit_at_1, matches, normalize, precision_recall_f1
 
-__all__ = ["EvalReport", "evaluate", "exact_match", "f1", "hit_at_1", "matches", "normalize", "precision_recall_f1"]
+__all__ = ["EvalReport", "evaluate", "turn_budget", "exact_match", "f1", "hit_at_1", "matches", "normalize", "precision_recall_f1"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("EvalReport", "evaluate"):
+    if name in ("EvalReport", "evaluate", "turn_budget"):
         from kgreason.eval import evaluation
 
         return getattr(evaluation, name)

@@ -103,10 +103,26 @@ def _mean(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def turn_budget(make_env: Callable[[], KGEnv], samples: Sequence[KBQASample], n_runs: int = 1) -> int:
+    """Turns :func:`evaluate` may play at most: its progress total (questions × runs × H)."""
+    return len(samples) * n_runs * make_env().max_turns
+
+
 def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: Sequence[KBQASample],
              batch_size: int = 8, n_runs: int = 1, seed: int = 0,
              progress: Callable[[int], None] | None = None) -> tuple[EvalReport, list[Trajectory]]:
-    """Run the policy on ``samples`` and score it; returns the report and all trajectories."""
+    """Run the policy on ``samples`` and score it; returns the report and all trajectories.
+
+    Args:
+        rollout: the lock-step rollout (its engine decodes).
+        make_env: builds a fresh environment per episode.
+        samples: the questions.
+        batch_size: questions decoded together.
+        n_runs: runs per question (> 1: sampled, answers united).
+        seed: for the random tie-break of RHit@1.
+        progress: called with episode turns as they are played (see
+            :meth:`MultiTurnRollout.run`); the calls add up to :func:`turn_budget`.
+    """
     rng = random.Random(seed)
     rows, all_trajs = [], []
     for i in range(0, len(samples), batch_size):
@@ -114,7 +130,7 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
         runs: list[list[Trajectory]] = []
         t0 = time.perf_counter()
         for _ in range(n_runs):
-            trajs, _ = rollout.run([make_env() for _ in chunk], chunk, greedy=n_runs == 1)
+            trajs, _ = rollout.run([make_env() for _ in chunk], chunk, greedy=n_runs == 1, progress=progress)
             runs.append(trajs)
             all_trajs += trajs
         latency = (time.perf_counter() - t0) / len(chunk)
@@ -129,6 +145,4 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
                    "gen_tokens": sum(sum(t.loss_mask) for t in ts), "llm_calls": sum(len(t.turns) for t in ts),
                    "kb_calls": sum(x.kb_calls for t in ts for x in t.turns), "latency_s": latency}
             rows.append(row)
-        if progress:
-            progress(len(chunk))
     return EvalReport.from_rows(rows), all_trajs

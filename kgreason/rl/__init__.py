@@ -7,9 +7,9 @@ from kgreason.rl.advantages import (
     group_normalize,
     token_advantages,
 )
-from kgreason.rl.losses import AGGREGATIONS, KL_ESTIMATORS, policy_loss
+from kgreason.rl.losses import AGGREGATIONS, KL_ESTIMATORS, aggregation_units, policy_loss
 
 __all__ = [
-    "ADVANTAGES", "AGGREGATIONS", "AdvantageBatch", "KL_ESTIMATORS", "get_advantage",
+    "ADVANTAGES", "AGGREGATIONS", "AdvantageBatch", "KL_ESTIMATORS", "aggregation_units", "get_advantage",
     "group_normalize", "policy_loss", "token_advantages",
 ]

@@ -68,6 +68,30 @@ def seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, norm: float | None = Non
     return ((loss * mask).sum(-1) / norm).mean()
 
 
+def aggregation_units(agg: str, mask: Tensor) -> float:
+    """What ``agg`` averages over in ``mask``: masked tokens (``token_mean``), sequences
+    with a masked token (``seq_mean_token_mean``) or rows (``seq_mean_token_sum_norm``);
+    0 when no token is masked (nothing to learn from).
+
+    Data-parallel training weights each process's loss by its share of the units, so
+    that averaging the processes' gradients gives the loss of the combined batch (as
+    verl normalises by the global token count). Shapes: ``mask [N, L]``.
+
+    >>> m = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    >>> [aggregation_units(a, m) for a in ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")]
+    [3.0, 2.0, 3.0]
+    """
+    if agg == "token_mean":
+        return float(mask.sum())
+    if agg == "seq_mean_token_mean":
+        return float((mask.sum(-1) > 0).sum())
+    if agg == "seq_mean_token_sum_norm":
+        return float(mask.shape[0]) if mask.any() else 0.0
+    AGGREGATIONS.get(agg)  # an unknown name: the registry's error with the valid choices
+    raise ValueError(f"aggregation {agg!r} declares no units: data-parallel training cannot weight it "
+                     "(add it to kgreason.rl.losses.aggregation_units)")
+
+
 def policy_loss(
     logp: Tensor,
     old_logp: Tensor,

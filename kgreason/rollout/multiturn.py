@@ -9,7 +9,7 @@ policy's tokens 1, and every token carries its turn index (-1 for the prompt).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kgreason.envs.base import KGEnv
@@ -56,8 +56,18 @@ class MultiTurnRollout:
         self.max_new_tokens = max_new_tokens
         self.max_response_tokens = max_response_tokens
 
-    def run(self, envs: Sequence[KGEnv], samples: Sequence[KBQASample],
-            greedy: bool = False) -> tuple[list[Trajectory], RolloutStats]:
+    def run(self, envs: Sequence[KGEnv], samples: Sequence[KBQASample], greedy: bool = False,
+            progress: Callable[[int], None] | None = None) -> tuple[list[Trajectory], RolloutStats]:
+        """Play one episode per environment in lock-step.
+
+        Args:
+            envs: one fresh environment per sample.
+            samples: the questions.
+            greedy: greedy decoding (evaluation) instead of sampling.
+            progress: called after every lock-step turn with the turns it accounts for:
+                one per episode that played it, plus the unused turns of each episode
+                that ended early, so the calls add up to ``sum(env.max_turns)``.
+        """
         if len(envs) != len(samples):
             raise ValueError("one environment per sample")
         stats = RolloutStats()
@@ -104,6 +114,9 @@ class MultiTurnRollout:
                         traj.append_tokens(obs, policy=False, turn=turn)
                         traj.turns[-1].n_observation_tokens = len(obs)
                         still.append(i)
+                if progress is not None:
+                    ended = set(active) - set(still)
+                    progress(len(active) + sum(max(0, envs[i].max_turns - turn - 1) for i in ended))
                 active = still
                 turn += 1
         finally:

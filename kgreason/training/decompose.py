@@ -160,8 +160,10 @@ def isp_sft_trajectories(samples: Sequence[KBQASample], make_env: Callable[[], K
         payload = next((p for p in reversed(payloads) if isinstance(p, QueryResult)), None)
         if payload is None:
             continue
-        labels = _answer_labels(payload, env)
-        answer = f"<think>The last query answers the question.</think><answer>\\boxed{{{', '.join(labels)}}}</answer>"
+        listed = ", ".join(_answer_labels(payload, env))
+        # the thought copies the names out of the observation first, as KG-R1's oracle does:
+        # the answer then repeats what the model has just written
+        answer = f"<think>The last query returned the answer: {listed}.</think><answer>\\boxed{{{listed}}}</answer>"
         r = env.step(answer)
         if not r.done or f1(env.trajectory.answer, s.answers) < 1.0:
             continue

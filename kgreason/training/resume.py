@@ -25,16 +25,20 @@ from kgreason.errors import ConfigError
 from kgreason.training.rl import ITERATION_KEY
 
 
-def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | None = None) -> Path:
+def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | None = None,
+                commit: bool = True) -> Path:
     """Write ``obj`` to ``path`` so that a reader (or a crash) never sees half a file.
 
     The bytes go to ``<path>.tmp`` first, are flushed to disk, then renamed over ``path``
-    (``os.replace`` is atomic on POSIX and Windows).
+    (``os.replace`` is atomic on POSIX and Windows). ``commit=False``: only call ``save``
+    (a data-parallel process whose ``save`` is collective but writes nothing).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     (save or (lambda o, p: torch.save(o, p)))(obj, str(tmp))
+    if not commit:
+        return path
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -148,7 +152,9 @@ class IterationCheckpoint(L.Callback):
         return self.dirpath / "last.ckpt"
 
     def _save(self, trainer: L.Trainer) -> None:
-        atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p, weights_only=False))
+        # every process takes part in Lightning's save (it waits for all); the first one writes
+        atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p, weights_only=False),
+                    commit=trainer.is_global_zero)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         if getattr(pl_module, "iteration", 0) % self.every == 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -22,7 +23,13 @@ from torch.utils.data import IterableDataset
 
 from kgreason.envs.base import KGEnv
 from kgreason.models.policy import CausalLMPolicy, first_loss_position
-from kgreason.rl import AdvantageBatch, get_advantage, policy_loss, token_advantages
+from kgreason.rl import (
+    AdvantageBatch,
+    aggregation_units,
+    get_advantage,
+    policy_loss,
+    token_advantages,
+)
 from kgreason.training.batching import collate
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
 from kgreason.types import KBQASample, Trajectory
@@ -99,12 +106,15 @@ class JsonlSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, trajs: Sequence[Trajectory], step: int, stage: str) -> None:
+        lines = []
+        for t in trajs:
+            d = asdict(t)
+            for k in ("token_ids", "loss_mask", "turn_index"):
+                d.pop(k)  # large and re-derivable; the text is kept
+            lines.append(json.dumps({"step": step, "stage": stage, **d}, ensure_ascii=False, default=str) + "\n")
+        # one appending write per batch: data-parallel processes share the file
         with self.path.open("a", encoding="utf-8") as f:
-            for t in trajs:
-                d = asdict(t)
-                for k in ("token_ids", "loss_mask", "turn_index"):
-                    d.pop(k)  # large and re-derivable; the text is kept
-                f.write(json.dumps({"step": step, "stage": stage, **d}, ensure_ascii=False, default=str) + "\n")
+            f.write("".join(lines))
             f.flush()
 
 
@@ -197,12 +207,24 @@ class RLLitModule(L.LightningModule):
         return None
 
     # ------------------------------------------------------------------ step
+    @property
+    def _world(self) -> tuple[int, int]:
+        """(this process's rank, number of processes): (0, 1) outside data-parallel training."""
+        tr = self._trainer
+        return (tr.global_rank, tr.world_size) if tr is not None else (0, 1)
+
     def training_step(self, batch: list[KBQASample], batch_idx: int) -> None:
         self._restore_rng()
-        exp = self.source.collect(batch, self.make_env, self.iteration)
+        t0 = time.perf_counter()
+        rank, world = self._world
+        # data parallel: every process reads the same stream and plays its share of the
+        # batch's questions (whole groups stay in one process: their advantages need them)
+        exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
         kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
         logs = dict(exp.logs)
+        logs["train/rollout_s"] = time.perf_counter() - t0
         logs["train/samples_kept"] = float(len(kept.samples))
+        data = None
         if kept.samples:
             data = self.make_batch(kept)
             with torch.no_grad():
@@ -210,8 +232,10 @@ class RLLitModule(L.LightningModule):
                     data["old_logp"] = self._logp_chunks(data, self.policy.token_logprobs)
                 if self.cfg.kl_coef:
                     data["ref_logp"] = self._logp_chunks(data, self.policy.reference_logprobs)
+        if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/iteration"] = float(self.iteration)
+        logs["train/iteration_s"] = time.perf_counter() - t0  # rollouts + updates: RL iterations per hour
         n = max(1, len(exp.episodes))
         self.log_dict(logs, prog_bar=False, batch_size=n)
         if "train/f1" in logs:
@@ -237,7 +261,8 @@ class RLLitModule(L.LightningModule):
         per_turn = self.estimator(adv_in, **(self.cfg.advantage_kwargs or {}))
         data = collate(trajs, self.policy.tokenizer.pad_token_id, self.cfg.max_len)
         data["advantages"] = token_advantages(per_turn, data["turn_index"], data["loss_mask"])
-        return data
+        # to the policy's device (a GPU run): the batch is built here, not by a data loader
+        return {k: v.to(self.policy.device) if isinstance(v, torch.Tensor) else v for k, v in data.items()}
 
     def _logp_chunks(self, data: dict[str, torch.Tensor], fn) -> torch.Tensor:
         out = []
@@ -248,33 +273,61 @@ class RLLitModule(L.LightningModule):
             out.append(r[0] if isinstance(r, tuple) else r)
         return torch.cat(out).detach()
 
-    def _update(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+    def _update(self, data: dict[str, torch.Tensor] | None) -> dict[str, float]:
+        """``ppo_epochs`` passes of mini-batch updates over ``data`` (None: no rows here).
+
+        Under data parallelism ``mini_batch_size`` counts rows over all processes, every
+        process makes the same number of updates (one with no rows left backpropagates a
+        zero loss, so that the gradient all-reduce still meets), and each loss is weighted
+        by the process's share of the aggregation units (:func:`aggregation_units`): the
+        averaged gradient is that of the combined mini-batch.
+        """
         cfg = self.cfg
         opt = self.optimizers()
-        n = data["input_ids"].shape[0]
+        _, world = self._world
+        n = 0 if data is None else data["input_ids"].shape[0]
+        size = max(1, -(-cfg.mini_batch_size // world))
+        steps = -(-n // size)
+        if world > 1:
+            steps = int(self._reduce(steps, "max"))
         agg: dict[str, list[float]] = {}
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(n)
-            for i in range(0, n, cfg.mini_batch_size):
-                idx = perm[i : i + cfg.mini_batch_size]
-                mb = {k: v[idx] for k, v in data.items() if isinstance(v, torch.Tensor) and v.dim() == 2}
-                if mb["loss_mask"].sum() == 0:
-                    continue
-                # entropy is always logged; it needs a graph only when it is in the loss
-                logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"], with_entropy=True,
-                                                       entropy_grad=cfg.entropy_coef > 0,
-                                                       from_pos=first_loss_position(mb["loss_mask"]))
-                loss, m = policy_loss(
-                    logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
-                    clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
-                    ref_logp=mb.get("ref_logp"), kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
-                    entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
+            for j in range(steps):
+                idx = perm[j * size : (j + 1) * size]
+                mb = {} if data is None else {k: v[idx] for k, v in data.items()
+                                              if isinstance(v, torch.Tensor) and v.dim() == 2}
+                if world > 1:
+                    units = aggregation_units(cfg.agg, mb["loss_mask"]) if len(idx) else 0.0
+                    total = self._reduce(units, "sum")
+                else:  # one process: any aggregation, registered or not, weight 1
+                    units = total = float(mb["loss_mask"].sum())
+                if total == 0:
+                    continue  # no process has a token to learn from: no update anywhere
+                if units == 0:
+                    # nothing here, but the gradient all-reduce needs this process: a zero loss
+                    loss, m = sum(p.sum() for p in self.policy.parameters()) * 0.0, {}
+                else:
+                    # entropy is always logged; it needs a graph only when it is in the loss
+                    logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"], with_entropy=True,
+                                                           entropy_grad=cfg.entropy_coef > 0,
+                                                           from_pos=first_loss_position(mb["loss_mask"]))
+                    loss, m = policy_loss(
+                        logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
+                        clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
+                        ref_logp=mb.get("ref_logp"), kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
+                        entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
+                    m["loss"] = float(loss.detach())
                 opt.zero_grad()
-                self.manual_backward(loss)
+                # × world: the all-reduce averages; × units / total: this process's share
+                self.manual_backward(loss * (units * world / total))
                 grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), cfg.max_grad_norm)
                 opt.step()
-                m["loss"] = float(loss.detach())
-                m["grad_norm"] = float(grad_norm)
+                if m:
+                    m["grad_norm"] = float(grad_norm)
                 for k, v in m.items():
                     agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
+
+    def _reduce(self, value: float, op: str) -> float:
+        return float(self.trainer.strategy.reduce(torch.tensor(float(value)), reduce_op=op))

@@ -31,6 +31,9 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     noise = [n for n in ("FutureWarning", "GPU available", "Tip:", "validation_step", "LeafSpec", "past_key_values",
                          "/-2") if n in p.stdout + p.stderr]
     assert not noise, noise  # nothing a user cannot act on
+    bars = (p.stdout + p.stderr).replace("\r", "\n")  # true totals: RL iterations, evaluation turns (4 × H=3)
+    assert any(line.startswith("RL iterations: 100%") and "| 2/2 " in line for line in bars.splitlines())
+    assert any(line.startswith("eval (trained, 4 questions): 100%") and "| 12/12 " in line for line in bars.splitlines())
     stages = {json.loads(line)["stage"] for line in (out / "trajectories.jsonl").read_text().splitlines()}
     assert stages == {"eval/untrained", "train", "eval/trained"}
     assert "rollout:\n  _target_: kgreason.training.LinearExperience.build\n  n_rollouts: 2" in (
@@ -58,6 +61,10 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     steps = {json.loads(line)["step"] for line in (rs / "trajectories.jsonl").read_text().splitlines()}
     assert steps == {2}  # iterations 0 and 1 were restored, only the third ran
+
+    # resumed: the bar starts at the iterations done and still counts to the run's total
+    assert any(line.startswith("RL iterations: 100%") and "| 3/3 " in line
+               for line in (p.stdout + p.stderr).replace("\r", "\n").splitlines())
 
     # RL from the SFT weights alone: they become the reference, as after SFT in stage=all
     rl = tmp_path / "rl_from_sft"
@@ -229,3 +236,21 @@ def test_tensorboard_and_offline_wandb_loggers_beside_the_csv(tmp_path):
     assert len(offline) == 2  # one W&B run per stage, not the SFT run continued by RL
     assert all(list(r.glob("*.wandb")) for r in offline)
     assert f"| {wb.name} | 0." in (tmp_path / "results.md").read_text()
+
+
+def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path):
+    out = tmp_path / "ddp"
+    p = run("method=kg_r1", "preset=smoke", "trainer=ddp", "trainer.devices=2", "eval.untrained=false",
+            f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in p.stdout + p.stderr + (out / "train_ddp_process_1.log").read_text()
+    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["stage"] == "train"]
+    # 2 iterations × 2 questions × N=2, the two processes' rows appended whole to one file
+    assert len(train) == 8 and all(sum(r["sample_id"] == x["sample_id"] and r["step"] == x["step"] for x in train) == 2
+                                   for r in train)
+    assert len({r["sample_id"] for r in train}) == 4
+    # only the first process evaluates and writes the results
+    assert sum(r["stage"] == "eval/trained" for r in rows) == 4
+    assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 2
+    assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4

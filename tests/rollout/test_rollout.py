@@ -125,6 +125,47 @@ def test_rollout_with_scripted_oracle_answers_correctly(tiny, demo_oxigraph):
     assert stats.kb_calls > 0 and stats.invalid_calls == 0
 
 
+def test_progress_counts_turns_and_adds_up_to_the_turn_budget(tiny, demo_oxigraph):
+    # episodes of different lengths: each call counts the rows that played the turn, plus
+    # the unused turns of those that ended in it
+    pool = [q for q in load_dataset("demo", split="dev") if expressible(q)]
+    qs = [q for q in pool if len(q.relation_path) == 1][:3] + [q for q in pool if len(q.relation_path) > 1][:3]
+    scripts = {}
+    for q in qs:
+        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=10), q)
+        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+    lengths = sorted(len(v["texts"]) for v in scripts.values())
+    assert len(set(lengths)) > 1
+    calls: list[int] = []
+    ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
+    trajs, _ = ro.run([make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs, progress=calls.append)
+    assert sorted(len(t.turns) for t in trajs) == lengths
+    assert len(calls) == lengths[-1] and sum(calls) == 10 * len(qs)
+    for k, c in enumerate(calls):  # turn k: rows still playing, plus 10 - (k + 1) for each ending
+        playing = sum(n > k for n in lengths)
+        ending = sum(n == k + 1 for n in lengths)
+        assert c == playing + ending * (10 - k - 1)
+
+
+def test_evaluation_progress_reaches_its_turn_budget(tiny, demo_oxigraph):
+    from kgreason.eval import evaluate, turn_budget
+
+    qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:5]
+    scripts = {}
+    for q in qs:
+        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=6), q)
+        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+    calls: list[int] = []
+    ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
+
+    def env():
+        return make_env("kg_r1", demo_oxigraph, max_turns=6)
+
+    report, _ = evaluate(ro, env, qs, batch_size=2, progress=calls.append)
+    assert report.overall["f1"] == 1.0
+    assert sum(calls) == turn_budget(env, qs) == 30
+
+
 def test_real_smollm2_rollout(demo_oxigraph):
     policy = CausalLMPolicy.from_pretrained(lora=None)  # first run caches a float copy (~20 s)
     samples = load_dataset("demo", split="dev")[:2]

@@ -68,6 +68,9 @@ def test_cold_start_episodes_answer_correctly_with_loss_on_policy_text_only(cold
         assert "<information>" not in trained and "<relation>" not in trained
         assert trained.count("<think>") == len(t.turns) and "\\boxed{" in trained
         assert t.turns[-1].is_answer and not any(turn.error for turn in t.turns)
+        # the answer turn names what the last query returned, then boxes the same names
+        listed = t.turns[-1].text.split("The last query returned the answer: ", 1)[1].split(".</think>", 1)[0]
+        assert listed and t.turns[-1].text.endswith(f"\\boxed{{{listed}}}</answer>")
 
 
 def test_hop_curriculum_adds_harder_levels_in_order():

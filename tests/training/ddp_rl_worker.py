@@ -1,0 +1,85 @@
+"""RL iterations on fixed experience, in one process or data parallel (for test_ddp.py).
+
+``python tests/training/ddp_rl_worker.py OUT DEVICES``: for each case of ``CASES``, two
+iterations of four questions each from the same initial weights; with ``DEVICES`` 2
+Lightning's DDP (gloo, CPU) runs two processes that take two questions each. The first
+process saves ``{case: trained LoRA weights}`` to ``OUT``. In case ``masked:q1,q2`` those
+questions bring no policy token, in ``none:q1,q2`` no trajectory: the second process has
+nothing to learn from in the first iteration while the first has.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Sequence
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.training import PromptStream, RLConfig, RLLitModule
+from kgreason.training.experience import Experience
+from kgreason.types import KBQASample, Trajectory
+
+
+class FixedExperience:
+    """Two trajectories per question drawn from its id: the same in any process.
+
+    Lengths differ from question to question, so the processes hold different numbers of
+    policy tokens (the loss weighting must make up for it).
+    """
+
+    def __init__(self, empty: str | None = None):
+        self.kind, _, ids = (empty or ":").partition(":")
+        self.empty = set(ids.split(","))
+
+    def collect(self, batch: Sequence[KBQASample], make_env, step: int) -> Experience:
+        samples, index, n_turns = [], [], []
+        for g, q in enumerate(batch):
+            if self.kind == "none" and q.id in self.empty:
+                continue
+            rng = random.Random(q.id)
+            for _ in range(2):
+                t = Trajectory(sample_id=q.id)
+                t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(4, 12))], policy=False, turn=-1)
+                turns = rng.randrange(1, 3)
+                for k in range(turns):
+                    t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(2, 15))],
+                                    policy=not (self.kind == "masked" and q.id in self.empty), turn=k)
+                    t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(1, 6))], policy=False, turn=k)
+                t.reward = rng.random()
+                samples.append(t)
+                index.append(g)
+                n_turns.append(turns)
+        return Experience(samples, index, n_turns, samples)
+
+
+CASES = ("all", "masked:q1,q2", "none:q1,q2")
+
+
+def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(8)]
+    # mini_batch_size counts rows over all processes: one update per epoch here, as in one process
+    config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2)
+    module = RLLitModule(policy, FixedExperience(None if case == "all" else case), lambda: None, config)
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                        max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(module, DataLoader(PromptStream(questions, batch_size=4), batch_size=None))
+    return trainer, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+
+
+def main(out: str, devices: int) -> None:
+    weights = {}
+    for case in CASES:  # Lightning starts the second process at the first fit; later fits reuse it
+        trainer, weights[case] = train(devices, case)
+    if trainer.is_global_zero:
+        torch.save(weights, out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
