@@ -127,8 +127,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     end_stage(tr)
     if tr.is_global_zero:
         save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
-        # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases);
-        # under data parallelism, of the first process's share
+        # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
         (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
     annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)

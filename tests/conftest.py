@@ -96,3 +96,25 @@ def pacino(demo_kg):
     from kgreason.data import load_dataset
 
     return next(s for s in load_dataset("demo", split="train") if s.topic_entities[0].id == "m.0riq63z")
+
+
+@pytest.fixture(scope="session")
+def smollm2_play(demo_oxigraph):
+    """The real SmolLM2 (float32, no adapters) playing three demo dev questions, greedy,
+    two KG-R1 turns each: ``play(engine) -> (trajectories, stats)``; ``play.policy``, and
+    ``play.hf`` the HFEngine result, played once and shared by the engine tests."""
+    from types import SimpleNamespace
+
+    from kgreason.data import load_dataset
+    from kgreason.envs import make_env
+    from kgreason.models import CausalLMPolicy
+    from kgreason.rollout import HFEngine, MultiTurnRollout
+
+    policy = CausalLMPolicy.from_pretrained(lora=None, bf16=False)  # first run caches a float copy (~20 s)
+    samples = load_dataset("demo", split="dev")[:3]
+
+    def play(engine):
+        envs = [make_env("kg_r1", demo_oxigraph, max_turns=2) for _ in samples]
+        return MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens=40).run(envs, samples, greedy=True)
+
+    return SimpleNamespace(policy=policy, play=play, hf=play(HFEngine(policy)))

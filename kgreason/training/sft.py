@@ -85,9 +85,16 @@ class SFTLitModule(L.LightningModule):
         #: see :func:`turn_opening_weights` (weight 1: a plain token mean)
         self.opening = (opening_skip, opening_tokens, opening_weight)
         self.lr_lambda = lr_lambda
-        #: sample id → the token-mean NLL of its policy tokens the last time SFT trained on
-        #: it (KG-Reasoner's hard-case measure, §4.3); needs ``sample_ids`` in the batch
-        self.question_losses: dict[str, float] = {}
+        #: sample id → (optimizer step, summed NLL, sequences) of the last batch that held it
+        self._last_seen: dict[str, tuple[int, float, int]] = {}
+
+    @property
+    def question_losses(self) -> dict[str, float]:
+        """Sample id → the token-mean NLL of its policy tokens the last time SFT trained on
+        it, averaged over its trajectories in that step (KG-Reasoner's hard-case measure,
+        §4.3); needs ``sample_ids`` in the batch. Under data parallelism every process
+        holds every process's questions once training ends."""
+        return {sid: total / n for sid, (_, total, n) in self._last_seen.items()}
 
     def on_fit_start(self) -> None:
         # transformers loads models in eval mode, and Lightning trains modules in the mode
@@ -100,15 +107,26 @@ class SFTLitModule(L.LightningModule):
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
         loss, per_sequence = _masked_nll(self.policy, batch, weights)
-        # a question with several trajectories in one batch keeps their mean
-        by_id: dict[str, list[float]] = {}
         for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
-            by_id.setdefault(sid, []).append(v)
-        self.question_losses.update({sid: sum(v) / len(v) for sid, v in by_id.items()})
+            _remember(self._last_seen, sid, (self.global_step, v, 1))
         self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         self.log("sft/policy_tokens", batch["loss_mask"].sum(), batch_size=batch["input_ids"].shape[0])
         self.log("sft/lr", self.optimizers().optimizer.param_groups[0]["lr"], batch_size=batch["input_ids"].shape[0])
         return loss
+
+    def on_train_end(self) -> None:
+        # each process trained on its own batches: all end with every question's loss, so
+        # the streams that read them (curriculum=hard_cases) draw the same batches everywhere
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return
+        shares: list[dict[str, tuple[int, float, int]] | None] = [None] * dist.get_world_size()
+        dist.all_gather_object(shares, self._last_seen)
+        merged: dict[str, tuple[int, float, int]] = {}
+        for share in shares:
+            for sid, seen in (share or {}).items():
+                _remember(merged, sid, seen)
+        self._last_seen = merged
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         self.log("val/sft_loss", masked_nll(self.policy, batch), prog_bar=True,
@@ -120,3 +138,13 @@ class SFTLitModule(L.LightningModule):
             return opt
         sched = torch.optim.lr_scheduler.LambdaLR(opt, self.lr_lambda)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def _remember(seen: dict[str, tuple[int, float, int]], sid: str, entry: tuple[int, float, int]) -> None:
+    """Keep a question's latest step; trajectories of the same step (one batch, or its
+    shares on several processes) add up to their mean."""
+    old = seen.get(sid)
+    if old is None or entry[0] > old[0]:
+        seen[sid] = entry
+    elif entry[0] == old[0]:
+        seen[sid] = (old[0], old[1] + entry[1], old[2] + entry[2])

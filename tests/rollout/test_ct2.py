@@ -7,11 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kgreason.data import load_dataset
-from kgreason.envs import make_env
 from kgreason.errors import KGReasonError
 from kgreason.models import CausalLMPolicy, LoraSettings
-from kgreason.rollout import CTranslate2Engine, HFEngine, MultiTurnRollout
+from kgreason.rollout import CTranslate2Engine, HFEngine
 
 pytest.importorskip("ctranslate2")
 
@@ -108,17 +106,8 @@ def test_an_unknown_compute_type_names_the_choices():
         CTranslate2Engine(CausalLMPolicy.tiny(), compute_type="int4")
 
 
-def test_real_smollm2_greedy_rollout_matches_hf(demo_oxigraph):
-    policy = CausalLMPolicy.from_pretrained(lora=None, bf16=False)
-    samples = load_dataset("demo", split="dev")[:3]
-
-    def run(engine):
-        envs = [make_env("kg_r1", demo_oxigraph, max_turns=2) for _ in samples]
-        ro = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens=40)
-        return ro.run(envs, samples, greedy=True)[0]
-
-    hf, ct = run(HFEngine(policy)), run(CTranslate2Engine(policy, compute_type="float32"))
+def test_real_smollm2_greedy_rollout_matches_hf(smollm2_play):
+    hf = smollm2_play.hf[0]
+    ct = smollm2_play.play(CTranslate2Engine(smollm2_play.policy, compute_type="float32"))[0]
     assert [[t.text for t in tr.turns] for tr in ct] == [[t.text for t in tr.turns] for tr in hf]
     assert any(len(tr.turns) == 2 for tr in ct)  # observations came back and decoding went on
-    int8 = run(CTranslate2Engine(policy, compute_type="int8"))
-    assert all(len(tr.turns[0].text.split()) >= 3 for tr in int8)  # words, not noise

@@ -166,12 +166,8 @@ def test_evaluation_progress_reaches_its_turn_budget(tiny, demo_oxigraph):
     assert sum(calls) == turn_budget(env, qs) == 30
 
 
-def test_real_smollm2_rollout(demo_oxigraph):
-    policy = CausalLMPolicy.from_pretrained(lora=None)  # first run caches a float copy (~20 s)
-    samples = load_dataset("demo", split="dev")[:2]
-    envs = [make_env("kg_r1", demo_oxigraph, max_turns=2) for _ in samples]
-    ro = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, max_new_tokens=48)
-    trajs, stats = ro.run(envs, samples, greedy=True)
+def test_real_smollm2_rollout(smollm2_play):
+    trajs, stats = smollm2_play.hf
     assert stats.generated_tokens > 0
     text = trajs[0].turns[0].text
     assert len(text.split()) >= 3  # the instruct model writes words, not noise

@@ -1,15 +1,20 @@
-"""RL iterations on fixed experience, in one process or data parallel (for test_ddp.py).
+"""RL iterations on fixed experience, in one process or data parallel, then SFT steps (for
+test_ddp.py).
 
 ``python tests/training/ddp_rl_worker.py OUT DEVICES``: for each case of ``CASES``, two
 iterations of four questions each from the same initial weights; with ``DEVICES`` 2
 Lightning's DDP (gloo, CPU) runs two processes that take two questions each. The first
 process saves ``{case: trained LoRA weights}`` to ``OUT``. In case ``masked:q1,q2`` those
 questions bring no policy token, in ``none:q1,q2`` no trajectory: the second process has
-nothing to learn from in the first iteration while the first has.
+nothing to learn from in the first iteration while the first has. Then two SFT steps on
+eight one-question trajectories in batches of two: each process writes the per-question
+losses it ends with to ``OUT.sft<rank>.json``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import random
 import sys
 from collections.abc import Sequence
@@ -19,7 +24,14 @@ import torch
 from torch.utils.data import DataLoader
 
 from kgreason.models import CausalLMPolicy, LoraSettings
-from kgreason.training import PromptStream, RLConfig, RLLitModule
+from kgreason.training import (
+    LengthGroupedBatches,
+    PromptStream,
+    RLConfig,
+    RLLitModule,
+    SFTLitModule,
+    collate,
+)
 from kgreason.training.experience import Experience
 from kgreason.types import KBQASample, Trajectory
 
@@ -73,12 +85,36 @@ def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     return trainer, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
 
 
+def sft(devices: int) -> tuple[L.Trainer, dict[str, float]]:
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    trajs = []
+    for i in range(8):
+        rng = random.Random(i)
+        t = Trajectory(sample_id=f"q{i}")
+        t.append_tokens([rng.randrange(5, 400) for _ in range(6)], policy=False, turn=-1)
+        t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(3, 9))], policy=True, turn=0)
+        trajs.append(t)
+    batches = LengthGroupedBatches([len(t.token_ids) for t in trajs], batch_size=2, seed=0)
+    loader = DataLoader(trajs, batch_sampler=batches,
+                        collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id))
+    module = SFTLitModule(policy, lr=1e-3)
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                        max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, use_distributed_sampler=False)
+    trainer.fit(module, loader)
+    return trainer, module.question_losses
+
+
 def main(out: str, devices: int) -> None:
     weights = {}
     for case in CASES:  # Lightning starts the second process at the first fit; later fits reuse it
         trainer, weights[case] = train(devices, case)
     if trainer.is_global_zero:
         torch.save(weights, out)
+    trainer, losses = sft(devices)
+    with open(f"{out}.sft{trainer.global_rank}.json", "w") as f:
+        json.dump(losses, f)
 
 
 if __name__ == "__main__":

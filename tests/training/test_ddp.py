@@ -1,27 +1,32 @@
-"""Data-parallel RL (``trainer=ddp``): two CPU processes (gloo) make the update one process
-makes on the combined batch."""
+"""Data parallelism (``trainer=ddp``): two CPU processes (gloo) make the RL update one process
+makes on the combined batch, and end SFT knowing every question's loss."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 WORKER = Path(__file__).with_name("ddp_rl_worker.py")
 
 
-def trained(tmp_path: Path, devices: int) -> dict[str, dict[str, torch.Tensor]]:
-    out = tmp_path / f"weights_{devices}.pt"
-    p = subprocess.run([sys.executable, str(WORKER), str(out), str(devices)],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return torch.load(out)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """The worker's outputs with one process and with two (``weights_<devices>.pt``)."""
+    d = tmp_path_factory.mktemp("ddp")
+    for devices in (1, 2):
+        p = subprocess.run([sys.executable, str(WORKER), str(d / f"weights_{devices}.pt"), str(devices)],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+    return d
 
 
-def test_two_processes_update_as_one_on_the_combined_batch(tmp_path):
-    one, two = trained(tmp_path, 1), trained(tmp_path, 2)
+def test_two_processes_update_as_one_on_the_combined_batch(runs):
+    one, two = (torch.load(runs / f"weights_{devices}.pt") for devices in (1, 2))
     assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2"}
     for case in one:
         lora_b = [v for k, v in one[case].items() if "lora_B" in k]  # B starts at 0
@@ -30,3 +35,15 @@ def test_two_processes_update_as_one_on_the_combined_batch(tmp_path):
         assert one[case].keys() == two[case].keys()
         for k in one[case]:
             torch.testing.assert_close(two[case][k], one[case][k], rtol=0, atol=5e-6, msg=f"{case}: {k}")
+
+
+def test_every_process_ends_sft_with_every_questions_loss(runs):
+    alone = json.loads((runs / "weights_1.pt.sft0.json").read_text())
+    first, second = (json.loads((runs / f"weights_2.pt.sft{rank}.json").read_text()) for rank in (0, 1))
+    # two steps of two: one process sees half the questions, two processes each train on two
+    # of the four batches, and the hard-case stream of each needs all eight
+    assert len(alone) == 4 and first == second
+    assert set(first) == {f"q{i}" for i in range(8)} and all(v > 0 for v in first.values())
+    # the first step's losses do not depend on the process count (same initial weights)
+    step0 = [q for q in alone if q in first and abs(alone[q] - first[q]) < 1e-6]
+    assert len(step0) >= 2
