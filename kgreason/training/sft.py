@@ -117,11 +117,11 @@ class SFTLitModule(L.LightningModule):
     def on_train_end(self) -> None:
         # each process trained on its own batches: all end with every question's loss, so
         # the streams that read them (curriculum=hard_cases) draw the same batches everywhere
-        dist = torch.distributed
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        world = self.trainer.world_size
+        if world == 1:
             return
-        shares: list[dict[str, tuple[int, float, int]] | None] = [None] * dist.get_world_size()
-        dist.all_gather_object(shares, self._last_seen)
+        shares: list[dict[str, tuple[int, float, int]] | None] = [None] * world
+        torch.distributed.all_gather_object(shares, self._last_seen)
         merged: dict[str, tuple[int, float, int]] = {}
         for share in shares:
             for sid, seen in (share or {}).items():

@@ -40,8 +40,7 @@ def trajectories(run: Path) -> list[dict]:
 
 def metrics(run: Path) -> list[dict]:
     with (run / "rl" / "metrics.csv").open(newline="") as f:
-        return [{k: v for k, v in r.items() if not any(t in k for t in TIMING) and not k.endswith("_s")}
-                for r in csv.DictReader(f)]
+        return [strip(r) for r in csv.DictReader(f)]
 
 
 def train_steps(run: Path) -> set[int]:
