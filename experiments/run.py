@@ -173,6 +173,15 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> dict[str, Any]:
+    results = run(cfg)
+    from kgreason.training import leave_process_group
+
+    leave_process_group()  # trainer=ddp: every process, after a clean end only
+    return results
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Every stage the config asks for, in one process; the results ``main`` returns."""
     out = Path(HydraConfig.get().runtime.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))

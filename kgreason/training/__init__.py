@@ -15,6 +15,7 @@ from kgreason.training.cold_start import (
 )
 from kgreason.training.curriculum import CurriculumStream, hop_level, sample_hops
 from kgreason.training.decompose import decompose, isp_sft_trajectories
+from kgreason.training.distributed import leave_process_group, rank_and_world
 from kgreason.training.experience import (
     Experience,
     ExperienceSource,
@@ -33,5 +34,5 @@ __all__ = [
     "ColdStart", "CurriculumStream", "HardCaseStream", "annotate_sft_losses", "hard_cases", "sample_hops", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
     "LengthGroupedBatches", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
     "RLLitModule", "SFTLitModule", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
-    "isp_sft_trajectories", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
+    "isp_sft_trajectories", "leave_process_group", "rank_and_world", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch.utils.data import Sampler
 
+from kgreason.training.distributed import rank_and_world
 from kgreason.types import Trajectory
 
 
@@ -61,10 +62,7 @@ class LengthGroupedBatches(Sampler[list[int]]):
 
     @staticmethod
     def _replicas() -> tuple[int, int]:
-        # read when iterating: under data parallelism the process group exists by then
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            return torch.distributed.get_rank(), torch.distributed.get_world_size()
-        return 0, 1
+        return rank_and_world()
 
     def __iter__(self) -> Iterator[list[int]]:
         rank, world = self._replicas()

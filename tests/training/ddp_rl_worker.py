@@ -31,6 +31,7 @@ from kgreason.training import (
     RLLitModule,
     SFTLitModule,
     collate,
+    leave_process_group,
 )
 from kgreason.training.experience import Experience
 from kgreason.types import KBQASample, Trajectory
@@ -115,6 +116,7 @@ def main(out: str, devices: int) -> None:
     trainer, losses = sft(devices)
     with open(f"{out}.sft{trainer.global_rank}.json", "w") as f:
         json.dump(losses, f)
+    leave_process_group()
 
 
 if __name__ == "__main__":
