@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kgreason.errors import KBQueryError, KBTimeout, KBUnavailable
+from kgreason.errors import KBQueryError, KBUnavailable
 from kgreason.kb.base import KnowledgeBase, Row
+from kgreason.kb.query_process import QueryProcess
 from kgreason.kb.schema import FREEBASE, KBSchema
 from kgreason.types import XSD, Term
 
@@ -51,10 +52,10 @@ def to_ox(t: str | Term, schema: KBSchema, relation: bool = False) -> ox.NamedNo
 class OxigraphKB(KnowledgeBase):
     """A ``pyoxigraph.Store``, in memory (``path=None``) or on disk.
 
-    Queries with a time budget run on a worker thread (pyoxigraph releases the GIL), so
-    the caller gets :class:`KBTimeout` on time; a blocking operator (ORDER BY, GROUP BY)
-    cannot be interrupted inside the engine and finishes in the background, its result
-    dropped.
+    Queries with a time budget (:meth:`select`) run in a worker process holding a copy of
+    the store (:class:`~kgreason.kb.query_process.QueryProcess`), killed at the timeout:
+    pyoxigraph cannot cancel a query, and one left running on a thread kept a core busy
+    for hours. The one-hop helpers, whose shapes are fixed, run in this process.
 
     Example:
         >>> from kgreason.types import Term
@@ -78,6 +79,9 @@ class OxigraphKB(KnowledgeBase):
         self.store = store
         self._name_index: dict[str, list[str]] | None = None
         self._closed = False
+        self._path = path
+        self._queries: QueryProcess | None = None
+        self._queries_lock = threading.Lock()
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -109,6 +113,7 @@ class OxigraphKB(KnowledgeBase):
 
     def add_triples(self, triples: Iterable[TripleLike]) -> None:
         s = self.schema
+        self._stop_queries()  # its copy of the store would be stale
         self.store.bulk_extend(
             ox.Quad(to_ox(h, s), to_ox(r, s, relation=True), to_ox(t, s)) for h, r, t in triples
         )
@@ -118,7 +123,8 @@ class OxigraphKB(KnowledgeBase):
         return len(self.store)
 
     # ------------------------------------------------------------------ query
-    def _run(self, sparql: str, limit: int, cancel: threading.Event | None) -> list[Row]:
+    def _run(self, sparql: str, limit: int) -> list[Row]:
+        """Run a query here, in this process (the worker process runs it with this too)."""
         try:
             res = self.store.query(sparql)
         except SyntaxError as e:
@@ -134,48 +140,33 @@ class OxigraphKB(KnowledgeBase):
         names = [v.value for v in res.variables]
         rows: list[Row] = []
         schema = self.schema
-        failure, sol = None, None
         try:
             for sol in res:
                 rows.append(
                     {n: to_term(v, schema) for n, v in zip(names, sol, strict=True) if v is not None}
                 )
-                if len(rows) >= limit or (cancel is not None and cancel.is_set()):
+                if len(rows) >= limit:
                     break
         except (OSError, RuntimeError, ValueError) as e:
-            failure = f"query evaluation failed: {e}"
-        # pyoxigraph's solutions may only be dropped on the thread that made them: a raised
-        # error's traceback would carry this frame, and them, to the caller's thread
-        del res, sol
-        if failure is not None:
-            raise KBQueryError(failure)
+            raise KBQueryError(f"query evaluation failed: {e}") from None
         return rows
 
     def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
         if self._closed:
             raise KBUnavailable("the OxigraphKB was closed")
         if timeout_s is None:
-            return self._run(sparql, limit, None)
-        # A daemon thread, not an executor: executor workers are joined at interpreter
-        # exit, so a query abandoned on timeout would keep the process from exiting.
-        box: dict[str, object] = {}
-        finished, cancel = threading.Event(), threading.Event()
+            return self._run(sparql, limit)
+        with self._queries_lock:
+            if self._queries is None:
+                self._queries = QueryProcess(self.store, self.schema, self._path)
+            queries = self._queries
+        return queries.run(sparql, limit, timeout_s)
 
-        def work() -> None:
-            try:
-                box["rows"] = self._run(sparql, limit, cancel)
-            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-                box["error"] = e
-            finally:
-                finished.set()
-
-        threading.Thread(target=work, daemon=True, name="kgreason-oxigraph-query").start()
-        if not finished.wait(timeout_s):
-            cancel.set()
-            raise KBTimeout(f"query exceeded {timeout_s:.3g}s")
-        if "error" in box:
-            raise box["error"]  # type: ignore[misc]
-        return box["rows"]  # type: ignore[return-value]
+    def _stop_queries(self) -> None:
+        with self._queries_lock:
+            if self._queries is not None:
+                self._queries.close()
+                self._queries = None
 
     # Names are matched case-insensitively through an in-memory index instead of a
     # FILTER scan; the conformance suite checks both give the same ids.
@@ -194,3 +185,4 @@ class OxigraphKB(KnowledgeBase):
 
     def close(self) -> None:
         self._closed = True
+        self._stop_queries()

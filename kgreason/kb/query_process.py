@@ -1,0 +1,219 @@
+"""Run an embedded Oxigraph store's timed queries in a child process that can be killed.
+
+pyoxigraph (0.5) takes no timeout or cancellation token, and a blocking operator (an
+aggregate, ORDER BY, a join that a filter empties) computes inside one call: a query run on
+a thread keeps a core busy after its :class:`~kgreason.errors.KBTimeout` until it ends —
+hours for a cartesian COUNT a policy can write in one line (docs/reliability.md). A process
+can be killed. :class:`QueryProcess` keeps one worker that holds its own copy of the store
+(an N-Quads dump for an in-memory store, a read-only opening for one on disk), answers
+queries one at a time, and is killed at a timeout; the next query starts a fresh one. An
+engine crash on a query (a segfault) costs that query, not the training process.
+
+Run as a module, this file is the worker: ``python -m kgreason.kb.query_process`` reads
+framed pickles on stdin and writes framed pickles on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import IO, Any
+
+import pyoxigraph as ox
+
+from kgreason import errors
+from kgreason.errors import KBError, KBQueryError, KBTimeout, KBUnavailable
+from kgreason.kb.schema import KBSchema
+
+_HEADER = struct.Struct("!Q")
+#: time a worker gets to load its store before the KB counts as unavailable
+START_TIMEOUT_S = 600.0
+
+
+def _send(stream: IO[bytes], message: Any) -> None:
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (n,) = _HEADER.unpack(head)
+    body = stream.read(n)
+    if len(body) < n:
+        raise EOFError
+    return pickle.loads(body)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+
+
+class QueryProcess:
+    """One killable worker process answering an Oxigraph store's SELECT/ASK queries.
+
+    Queries are answered one at a time (a lock serialises callers); a query's time budget
+    counts from its request, not from the wait for the lock. POSIX only (the wait for an
+    answer selects on a pipe).
+
+    Args:
+        store: the store to copy. ``path`` set: the worker opens that directory read-only
+            (the store is flushed first, and must not be written while the worker lives);
+            otherwise the store is dumped as N-Quads to a temporary file the worker loads.
+        schema: passed to the worker's ``OxigraphKB`` to turn IRIs into ids.
+        path: the on-disk store's directory, or ``None`` for an in-memory store.
+    """
+
+    def __init__(self, store: ox.Store, schema: KBSchema, path: str | Path | None = None):
+        if os.name != "posix":
+            raise KBUnavailable("killable queries need a POSIX system; pass timeout_s=None to the OxigraphKB")
+        self._dump_dir: str | None = None
+        if path is None:
+            self._dump_dir = tempfile.mkdtemp(prefix="kgreason-store-")
+            source = ("dump", os.path.join(self._dump_dir, "store.nq"))
+            store.dump(output=source[1], format=ox.RdfFormat.N_QUADS)
+        else:
+            store.flush()
+            source = ("disk", str(path))
+        self._source, self._schema = source, schema
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self.restarts = -1  # workers started after the first
+        self._cleanup = weakref.finalize(self, _cleanup_dump, self._dump_dir)
+
+    # ------------------------------------------------------------------ process
+    def _start(self) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "kgreason.kb.query_process"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._proc = proc
+        self.restarts += 1
+        self._finalizer = weakref.finalize(self, _kill, proc)
+        try:
+            _send(proc.stdin, (*self._source, self._schema))
+            reply = self._await(proc, START_TIMEOUT_S)
+        except (OSError, EOFError) as e:
+            self.stop()
+            raise KBUnavailable(f"the query process did not start: {e or 'it exited'}") from None
+        if reply is None:
+            self.stop()
+            raise KBUnavailable(f"the query process did not load the store within {START_TIMEOUT_S:.0f}s")
+        if reply[0] == "error":
+            self.stop()
+            raise KBUnavailable(f"the query process could not open the store: {reply[2]}")
+        return proc
+
+    @staticmethod
+    def _await(proc: subprocess.Popen, timeout_s: float) -> Any:
+        """The next message, or ``None`` when none begins within ``timeout_s``."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                return None
+        return _receive(proc.stdout)
+
+    def stop(self) -> None:
+        """Kill the worker (the next query starts a new one)."""
+        if self._proc is not None:
+            self._finalizer()
+            self._proc = None
+
+    def close(self) -> None:
+        """Kill the worker and delete the store's dump."""
+        self.stop()
+        self._cleanup()
+
+    @property
+    def pid(self) -> int | None:
+        """The live worker's process id (``None`` before the first query or after a kill)."""
+        return None if self._proc is None else self._proc.pid
+
+    # ------------------------------------------------------------------ query
+    def run(self, sparql: str, limit: int, timeout_s: float) -> list[dict]:
+        """Rows of a checked SELECT/ASK query, at most ``limit`` of them.
+
+        Raises:
+            KBTimeout: no answer within ``timeout_s``; the worker is killed.
+            KBQueryError: the engine refused the query, or the worker died running it.
+            KBUnavailable: the store cannot be read, or the worker cannot start.
+        """
+        with self._lock:
+            proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+            try:
+                _send(proc.stdin, (sparql, limit))
+                reply = self._await(proc, timeout_s)
+            except (OSError, EOFError):
+                code = proc.wait()
+                self.stop()
+                raise KBQueryError(f"the query engine crashed on this query (worker exit {code})") from None
+            if reply is None:
+                self.stop()  # kill, not cancel: the engine takes no cancellation
+                raise KBTimeout(f"query exceeded {timeout_s:.3g}s")
+        if reply[0] == "rows":
+            return reply[1]
+        kind = getattr(errors, reply[1], None)
+        if not (isinstance(kind, type) and issubclass(kind, KBError)):
+            kind = KBQueryError
+        raise kind(reply[2])
+
+
+def _cleanup_dump(dump_dir: str | None) -> None:
+    if dump_dir is not None and os.path.isdir(dump_dir):
+        for f in Path(dump_dir).glob("*"):
+            f.unlink(missing_ok=True)
+        os.rmdir(dump_dir)
+
+
+def _orphan_watch(parent: int) -> None:
+    # a killed parent leaves no one to kill this worker: end with it
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def main() -> None:
+    """The worker: load the store, then answer ``(sparql, limit)`` requests until stdin ends."""
+    from kgreason.kb.oxigraph import OxigraphKB
+
+    out, inp = sys.stdout.buffer, sys.stdin.buffer
+    sys.stdout = sys.stderr  # nothing but replies may reach the pipe
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+    try:
+        kind, where, schema = _receive(inp)
+        store = ox.Store.read_only(where) if kind == "disk" else ox.Store()
+        if kind == "dump":
+            store.bulk_load(path=where, format=ox.RdfFormat.N_QUADS)
+    except (OSError, SyntaxError, ValueError) as e:
+        _send(out, ("error", "KBUnavailable", str(e)))
+        return
+    kb = OxigraphKB(store=store, schema=schema, timeout_s=None)
+    _send(out, ("ready",))
+    while True:
+        try:
+            sparql, limit = _receive(inp)
+        except EOFError:
+            return
+        try:
+            reply = ("rows", kb._run(sparql, limit))
+        except KBError as e:
+            reply = ("error", type(e).__name__, str(e))
+        _send(out, reply)
+
+
+if __name__ == "__main__":
+    main()
