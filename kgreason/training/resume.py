@@ -152,6 +152,10 @@ class IterationCheckpoint(L.Callback):
         return self.dirpath / "last.ckpt"
 
     def _save(self, trainer: L.Trainer) -> None:
+        # the metric rows of the iterations this checkpoint counts as done reach the disk
+        # first: a kill right after it must not lose them (a resumed run redoes only later ones)
+        for lg in trainer.loggers:
+            lg.save()
         # every process takes part in Lightning's save (it waits for all); the first one writes
         atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p, weights_only=False),
                     commit=trainer.is_global_zero)

@@ -237,7 +237,12 @@ class RLLitModule(L.LightningModule):
         logs["train/iteration"] = float(self.iteration)
         logs["train/iteration_s"] = time.perf_counter() - t0  # rollouts + updates: RL iterations per hour
         n = max(1, len(exp.episodes))
-        self.log_dict(logs, prog_bar=False, batch_size=n)
+        # the row goes to the loggers now, not after the batch as self.log's would: the
+        # iteration's checkpoint (on_train_batch_end) flushes them first, so a run killed
+        # after it keeps the row (tests/training/test_resume.py)
+        for lg in self.loggers:
+            lg.log_metrics({**logs, "epoch": self.current_epoch}, step=self.iteration)
+        self.log_dict(logs, prog_bar=False, batch_size=n, logger=False)
         if "train/f1" in logs:
             self.log("f1", logs["train/f1"], prog_bar=True, batch_size=n, logger=False)
         if self.sink is not None:
