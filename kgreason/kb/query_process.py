@@ -6,7 +6,8 @@ a thread keeps a core busy after its :class:`~kgreason.errors.KBTimeout` until i
 hours for a cartesian COUNT a policy can write in one line (docs/reliability.md). A process
 can be killed. :class:`QueryProcess` keeps one worker that holds its own copy of the store
 (an N-Quads dump for an in-memory store, a read-only opening for one on disk), answers
-queries one at a time, and is killed at a timeout; the next query starts a fresh one. An
+queries one at a time, and is killed at a timeout; a fresh one starts loading at once, for
+the next query. An
 engine crash on a query (a segfault) costs that query, not the training process.
 
 Run as a module, this file is the worker: ``python -m kgreason.kb.query_process`` reads
@@ -93,29 +94,44 @@ class QueryProcess:
             source = ("disk", str(path))
         self._source, self._schema = source, schema
         self._proc: subprocess.Popen | None = None
+        self._ready = False
         self._lock = threading.Lock()
         self.restarts = -1  # workers started after the first
         self._cleanup = weakref.finalize(self, _cleanup_dump, self._dump_dir)
 
     # ------------------------------------------------------------------ process
-    def _start(self) -> subprocess.Popen:
+    def _spawn(self) -> None:
+        """Start a worker and hand it the store; it loads while the caller goes on."""
         proc = subprocess.Popen([sys.executable, "-m", "kgreason.kb.query_process"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._proc = proc
+        self._proc, self._ready = proc, False
         self.restarts += 1
         self._finalizer = weakref.finalize(self, _kill, proc)
         try:
             _send(proc.stdin, (*self._source, self._schema))
-            reply = self._await(proc, START_TIMEOUT_S)
-        except (OSError, EOFError) as e:
+        except OSError as e:
             self.stop()
-            raise KBUnavailable(f"the query process did not start: {e or 'it exited'}") from None
-        if reply is None:
+            raise KBUnavailable(f"the query process did not start: {e}") from None
+
+    def _worker(self) -> subprocess.Popen:
+        """The live worker, loaded; started (and waited for) when there is none."""
+        if self._proc is None or self._proc.poll() is not None:
             self.stop()
-            raise KBUnavailable(f"the query process did not load the store within {START_TIMEOUT_S:.0f}s")
-        if reply[0] == "error":
-            self.stop()
-            raise KBUnavailable(f"the query process could not open the store: {reply[2]}")
+            self._spawn()
+        proc = self._proc
+        if not self._ready:
+            try:
+                reply = self._await(proc, START_TIMEOUT_S)
+            except (OSError, EOFError):
+                self.stop()
+                raise KBUnavailable("the query process exited while loading the store") from None
+            if reply is None:
+                self.stop()
+                raise KBUnavailable(f"the query process did not load the store within {START_TIMEOUT_S:.0f}s")
+            if reply[0] == "error":
+                self.stop()
+                raise KBUnavailable(f"the query process could not open the store: {reply[2]}")
+            self._ready = True
         return proc
 
     @staticmethod
@@ -153,7 +169,7 @@ class QueryProcess:
             KBUnavailable: the store cannot be read, or the worker cannot start.
         """
         with self._lock:
-            proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+            proc = self._worker()
             try:
                 _send(proc.stdin, (sparql, limit))
                 reply = self._await(proc, timeout_s)
@@ -163,6 +179,7 @@ class QueryProcess:
                 raise KBQueryError(f"the query engine crashed on this query (worker exit {code})") from None
             if reply is None:
                 self.stop()  # kill, not cancel: the engine takes no cancellation
+                self._spawn()  # the next query finds its replacement loaded, or loading
                 raise KBTimeout(f"query exceeded {timeout_s:.3g}s")
         if reply[0] == "rows":
             return reply[1]
