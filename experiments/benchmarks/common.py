@@ -1,5 +1,8 @@
 """Shared by the benchmark scripts."""
 
+import statistics
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 #: ../shared/data beside the checkout (where CI and developer machines keep the real data)
@@ -22,3 +25,13 @@ def metaqa_sample_heads(kb_file: Path, n: int, seed: int = 0) -> list[str]:
 
     heads = sorted({h for h, _, _ in read_metaqa_triples(kb_file, with_names=False)})
     return random.Random(seed).sample(heads, n)
+
+
+def median_ms(fn: Callable, args: Iterable[tuple]) -> float:
+    """Median wall time of ``fn(*a)`` over ``args``, in milliseconds."""
+    times = []
+    for a in args:
+        t0 = time.perf_counter()
+        fn(*a)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)

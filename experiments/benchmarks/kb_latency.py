@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import SHARED_DATA, metaqa_kb_file, metaqa_sample_heads
+from common import SHARED_DATA, median_ms, metaqa_kb_file, metaqa_sample_heads
 
 from kgreason.kb import (
     METAQA,
@@ -27,15 +26,6 @@ from kgreason.kb import (
     write_ntriples,
 )
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer
-
-
-def median_ms(fn, args) -> float:
-    times = []
-    for a in args:
-        t0 = time.perf_counter()
-        fn(*a)
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def measure(kb, ents, pairs) -> tuple[float, float]:

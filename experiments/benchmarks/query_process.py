@@ -17,6 +17,8 @@ import argparse
 import statistics
 import time
 
+from common import median_ms
+
 from kgreason.data.demo import load_demo_kb
 from kgreason.kb import KBTimeout
 
@@ -27,15 +29,6 @@ QUERIES = {
     "1,000 rows": "SELECT ?s ?r ?o WHERE { ?s ?r ?o } LIMIT 1000",
     "COUNT": f"SELECT (COUNT(*) AS ?c) WHERE {{ ?s <{NS}type.object.type> ?t }}",
 }
-
-
-def median_ms(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -50,8 +43,8 @@ def main() -> int:
     print("| query | in this process | worker process | ratio |")
     print("|---|---|---|---|")
     for name, q in QUERIES.items():
-        here = median_ms(lambda q=q: kb._select(q, None, 10_001), args.n)
-        worker = median_ms(lambda q=q: kb.select(q), args.n)
+        here = median_ms(kb._select, [(q, None, 10_001)] * args.n)
+        worker = median_ms(kb.select, [(q,)] * args.n)
         print(f"| {name} | {here:.2f} | {worker:.2f} | {worker / here:.1f}× |")
     recover = []
     for _ in range(3):

@@ -7,8 +7,8 @@ hours for a cartesian COUNT a policy can write in one line (docs/reliability.md)
 can be killed. :class:`QueryProcess` keeps one worker that holds its own copy of the store
 (an N-Quads dump for an in-memory store, a read-only opening for one on disk), answers
 queries one at a time, and is killed at a timeout; a fresh one starts loading at once, for
-the next query. An
-engine crash on a query (a segfault) costs that query, not the training process.
+the next query. An engine crash on a query (a segfault) costs that query, not the training
+process.
 
 Run as a module, this file is the worker: ``python -m kgreason.kb.query_process`` reads
 framed pickles on stdin and writes framed pickles on stdout.
@@ -84,10 +84,10 @@ class QueryProcess:
     def __init__(self, store: ox.Store, schema: KBSchema, path: str | Path | None = None):
         if os.name != "posix":
             raise KBUnavailable("killable queries need a POSIX system; pass timeout_s=None to the OxigraphKB")
-        self._dump_dir: str | None = None
+        dump_dir = None
         if path is None:
-            self._dump_dir = tempfile.mkdtemp(prefix="kgreason-store-")
-            source = ("dump", os.path.join(self._dump_dir, "store.nq"))
+            dump_dir = tempfile.mkdtemp(prefix="kgreason-store-")
+            source = ("dump", os.path.join(dump_dir, "store.nq"))
             store.dump(output=source[1], format=ox.RdfFormat.N_QUADS)
         else:
             store.flush()
@@ -97,7 +97,7 @@ class QueryProcess:
         self._ready = False
         self._lock = threading.Lock()
         self.restarts = -1  # workers started after the first
-        self._cleanup = weakref.finalize(self, _cleanup_dump, self._dump_dir)
+        self._cleanup = weakref.finalize(self, _cleanup_dump, dump_dir)
 
     # ------------------------------------------------------------------ process
     def _spawn(self) -> None:
