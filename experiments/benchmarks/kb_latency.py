@@ -3,7 +3,8 @@
     python experiments/benchmarks/kb_latency.py [--n 300] [--data ../shared/data]
 
 Backends: embedded Oxigraph (default), in-memory triple store, Oxigraph server and
-Virtuoso over HTTP (each started on loopback by this script; skipped when missing).
+Virtuoso over HTTP (each started on loopback by this script; skipped when missing; Virtuoso
+both unisolated and in its own network namespace, the relay's cost side by side).
 Prints a Markdown table with medians in milliseconds and ratios to embedded Oxigraph.
 """
 
@@ -22,6 +23,7 @@ from kgreason.kb import (
     METAQA,
     SparqlEndpointKB,
     load_metaqa_kb,
+    netns,
     read_metaqa_triples,
     write_ntriples,
 )
@@ -59,10 +61,13 @@ def main() -> int:
                              *measure(SparqlEndpointKB(srv.url, schema=METAQA), ents, pairs),
                              f"{time.perf_counter() - t0:.1f} s load+start"))
         if shutil.which("virtuoso-t"):
-            t0 = time.perf_counter()
-            with VirtuosoServer(nt) as srv:
-                rows.append(("Virtuoso 7 (HTTP)", *measure(SparqlEndpointKB(srv.url, schema=METAQA), ents, pairs),
-                             f"{time.perf_counter() - t0:.1f} s load+start"))
+            # unisolated, and in its own network namespace behind the port relay (the default)
+            for sandbox in [False] + [True] * netns.available():
+                t0 = time.perf_counter()
+                with VirtuosoServer(nt, sandbox=sandbox) as srv:
+                    rows.append((f"Virtuoso 7 (HTTP{', network namespace' if sandbox else ''})",
+                                 *measure(SparqlEndpointKB(srv.url, schema=METAQA), ents, pairs),
+                                 f"{time.perf_counter() - t0:.1f} s load+start"))
     base_r, base_t = rows[0][1], rows[0][2]
     print(f"MetaQA KG, {args.n} random head entities, median of one call each")
     print("| backend | relations_out ms | tails ms | × embedded (relations_out / tails) | setup |")

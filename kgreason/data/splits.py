@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import TypeVar
@@ -30,8 +31,33 @@ def sample_subset(samples: Sequence[S], limit: int | None, seed: int) -> list[S]
     return random.Random(seed).sample(list(samples), limit)
 
 
+def stratified_subset(samples: Sequence[S], limit: int | None, by: str, seed: int) -> list[S]:
+    """A seeded subset with ``limit // n`` samples from each of the ``n`` values of the
+    sample field ``by`` (all of a value's samples when it has fewer).
+
+    A pooled draw follows the dataset's proportions (MetaQA dev: 26 % 1-hop), so a
+    per-hop score would rest on unequal and small groups.
+
+    >>> from kgreason.types import KBQASample
+    >>> qs = [KBQASample(id=str(i), question="?", hops=1 + (i % 3 == 0)) for i in range(9)]
+    >>> sorted(q.hops for q in stratified_subset(qs, 4, "hops", seed=0))
+    [1, 1, 2, 2]
+    """
+    fields = [f.name for f in dataclasses.fields(KBQASample)]
+    if by not in fields:
+        raise DatasetError(f"data.stratify={by!r} is not a question field; choose one of {fields}")
+    groups: dict[object, list[S]] = {}
+    for s in samples:
+        groups.setdefault(getattr(s, by), []).append(s)
+    per = None if limit is None else limit // max(1, len(groups))
+    out: list[S] = []
+    for i, key in enumerate(sorted(groups, key=str)):
+        out += sample_subset(groups[key], per, seed + i)
+    return out
+
+
 def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limit: int | None,
-                     eval_limit: int | None, seed: int) -> tuple[list[S], list[S]]:
+                     eval_limit: int | None, seed: int, stratify: str | None = None) -> tuple[list[S], list[S]]:
     """Draw the evaluation subset first, then train on what is left of ``train_pool``.
 
     When both pools are the same split (MetaQA: train on dev, evaluate on a held-out 500
@@ -42,6 +68,8 @@ def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limi
         train_pool, eval_pool: the loaded splits (may be the same list).
         train_limit, eval_limit: subset sizes (``None``: everything).
         seed: training subset seed; the evaluation subset uses ``seed + 1``.
+        stratify: a sample field (e.g. ``hops``): the evaluation subset takes equal
+            shares of its values (:func:`stratified_subset`).
 
     Returns:
         ``(train, eval)`` with no sample id in both.
@@ -52,7 +80,8 @@ def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limi
     >>> len(train), len(held), {q.id for q in train} & {q.id for q in held}
     (7, 3, set())
     """
-    held = sample_subset(eval_pool, eval_limit, seed + 1)
+    held = (stratified_subset(eval_pool, eval_limit, stratify, seed + 1) if stratify
+            else sample_subset(eval_pool, eval_limit, seed + 1))
     held_ids = {s.id for s in held}
     remaining = [s for s in train_pool if s.id not in held_ids]
     return sample_subset(remaining, train_limit, seed), held
@@ -60,7 +89,7 @@ def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limi
 
 def load_splits(name: str, path: str | None = None, train_split: str = "train", eval_split: str = "dev",
                 train_limit: int | None = None, eval_limit: int | None = None, seed: int = 0,
-                **kwargs) -> tuple[list, list]:
+                stratify: str | None = None, **kwargs) -> tuple[list, list]:
     """Load a dataset's training and evaluation questions (the ``data`` config group).
 
     The evaluation subset is drawn first (``seed + 1``); when both splits are the same,
@@ -79,4 +108,4 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
         if not pool:
             raise DatasetError(f"data.{key}={split!r}: dataset {name!r} has no questions in that split"
                                + (f" at {path}" if path else ""))
-    return train_eval_split(train_pool, eval_pool, train_limit, eval_limit, seed)
+    return train_eval_split(train_pool, eval_pool, train_limit, eval_limit, seed, stratify)

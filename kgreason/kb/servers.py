@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from kgreason.errors import KBUnavailable
+from kgreason.kb import netns
 
 
 def free_port() -> int:
@@ -157,11 +158,19 @@ class VirtuosoServer:
         rdf_file: N-Triples/Turtle file to load into ``graph``.
         graph: the named graph IRI queries should use with ``FROM``.
         result_max_rows: Virtuoso's ``ResultSetMaxRows`` (silent truncation above it).
+        sandbox: run in a network namespace of its own (:mod:`kgreason.kb.netns`), so
+            built-ins such as ``bif:http_get`` reach no host, not even this machine's
+            loopback; the HTTP and isql ports are relayed to 127.0.0.1. ``False`` runs
+            it unisolated (hosts without namespaces; the guard still refuses such calls).
+
+    Raises:
+        KBUnavailable: Virtuoso is not installed, or ``sandbox`` on a host without
+            network namespaces.
     """
 
     def __init__(self, rdf_file: str | Path, graph: str = "http://kgreason.org/graph",
                  result_max_rows: int = 1_000_000, max_exec_s: int = 60,
-                 buffers: int = 170_000):
+                 buffers: int = 170_000, sandbox: bool = True):
         self.virtuoso = shutil.which("virtuoso-t")
         self.isql = shutil.which("isql-vt")
         if not self.virtuoso or not self.isql:
@@ -173,6 +182,7 @@ class VirtuosoServer:
         self.result_max_rows = result_max_rows
         self.max_exec_s = max_exec_s
         self.buffers = buffers
+        self.sandbox = sandbox
         self.http_port = free_port()
         self.isql_port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -201,10 +211,17 @@ class VirtuosoServer:
             d=d, isql=self.isql_port, http=self.http_port, max_rows=self.result_max_rows,
             max_exec=self.max_exec_s, buffers=self.buffers, dirty=self.buffers * 3 // 4,
         ))
-        self.proc = subprocess.Popen(
-            [self.virtuoso, "+foreground", "+configfile", str(d / "virtuoso.ini")],
-            cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        cmd = [self.virtuoso, "+foreground", "+configfile", str(d / "virtuoso.ini")]
+        fds: tuple[int, ...] = ()
+        socks = []
+        if self.sandbox:  # the same port numbers inside the namespace and outside
+            cmd, fds, socks = netns.sandboxed({p: p for p in (self.http_port, self.isql_port)}, cmd)
+        try:
+            self.proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         pass_fds=fds)
+        finally:
+            for sock in socks:
+                sock.close()
         try:
             _wait_http(self.url + "?query=ASK%7B%7D", self.proc, 90, d / "virtuoso.log")
             self._isql(f"ld_dir('{d}/load', '{self.rdf_file.name}', '{self.graph}');")

@@ -103,8 +103,9 @@ class ColdStart:
 
     Args:
         limit: build from a seeded subset of at most this many training questions.
-        balance: a ``sample.meta`` key; resample the trajectories so every group of that
-            key is as large as the median group (:func:`balance`).
+        balance: a ``sample.meta`` key or a sample field (``hops``); resample the
+            trajectories so every group of that key is as large as the median group
+            (:func:`balance`).
         seed: the subset uses ``seed + 2`` and the balancing ``seed``.
     """
 
@@ -117,7 +118,7 @@ class ColdStart:
         pool = sample_subset(train, self.limit, self.seed + 2)
         trajs = self.build(pool, make_env, policy)
         if self.balance:
-            group = {s.id: s.meta.get(self.balance) for s in train}
+            group = {s.id: s.meta.get(self.balance, getattr(s, self.balance, None)) for s in train}
             trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=self.seed)
         return trajs
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kgreason.data import load_dataset, sample_subset, train_eval_split
+from collections import Counter
+
+import pytest
+
+from kgreason.data import load_dataset, load_splits, sample_subset, train_eval_split
+from kgreason.errors import DatasetError
 from kgreason.types import KBQASample
 from tests.conftest import shared
 
@@ -35,3 +40,23 @@ def test_metaqa_one_hop_dev_holds_out_500():
     train, held = train_eval_split(dev, dev, None, 500, seed=0)
     assert len(held) == 500 and len(train) == len(dev) - 500
     assert not {q.id for q in held} & {q.id for q in train}
+
+
+def test_stratified_held_out_takes_equal_shares_of_each_hop_count():
+    pool = [KBQASample(id=f"q{i}", question="?", hops=h) for i, h in enumerate([1] * 30 + [2] * 60 + [3] * 10)]
+    train, held = train_eval_split(pool, pool, None, 24, seed=0, stratify="hops")
+    assert Counter(q.hops for q in held) == {1: 8, 2: 8, 3: 8}
+    assert not {q.id for q in train} & {q.id for q in held} and len(train) == 76
+    # a value with fewer questions than its share gives all it has
+    _, held = train_eval_split(pool, pool, None, 60, seed=0, stratify="hops")
+    assert Counter(q.hops for q in held) == {1: 20, 2: 20, 3: 10}
+
+
+def test_stratify_by_an_unknown_field_names_the_valid_ones():
+    with pytest.raises(DatasetError, match=r"data.stratify='hop'.*'hops'"):
+        train_eval_split(_qs(4), _qs(4), None, 2, seed=0, stratify="hop")
+
+
+def test_metaqa_all_hops_holds_out_the_same_number_of_each():
+    _, held = load_splits("metaqa", shared("metaqa"), "dev", "dev", 300, 90, seed=0, stratify="hops", hops=[1, 2, 3])
+    assert Counter(q.hops for q in held) == {1: 30, 2: 30, 3: 30}

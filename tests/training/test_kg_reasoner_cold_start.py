@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 
@@ -62,3 +63,14 @@ def test_the_builder_reports_and_refuses_empty_sets(make, questions):
         cs(no_path, make, CausalLMPolicy.tiny())
     with pytest.raises(ConfigError, match="p_error=2"):
         KGReasonerPathWriter(p_error=2)
+
+
+def test_balance_by_hops_resamples_to_equal_hop_counts(make, questions):
+    """``balance: hops`` (preset=metaqa) groups by the sample field when no meta key has it."""
+    plain = KGReasonerColdStart(p_error=0.0, seed=1)(questions, make, CausalLMPolicy.tiny())
+    hops = {q.id: q.hops for q in questions}
+    before = Counter(hops[t.sample_id] for t in plain)
+    assert len(before) >= 2 and len(set(before.values())) > 1  # unequal to begin with
+    out = KGReasonerColdStart(p_error=0.0, seed=1, balance="hops")(questions, make, CausalLMPolicy.tiny())
+    after = Counter(hops[t.sample_id] for t in out)
+    assert after.keys() == before.keys() and len(set(after.values())) == 1
