@@ -65,6 +65,17 @@ def _trained(stack: Sequence[dict[str, Tensor]]) -> list[dict[str, Tensor]]:
     return [s for s in stack if any(v.any() for k, v in s.items() if ".lora_B." in k)]
 
 
+def merged_copy(model):
+    """A float32 copy of ``model`` with its LoRA adapters merged in: a plain transformers
+    model with the pre-trained model's parameter names (the form converters, vLLM and
+    ``save_pretrained`` readers take). ``model`` is not modified."""
+    with torch.no_grad():
+        out = copy.deepcopy(model)
+        if hasattr(out, "merge_and_unload"):
+            out = out.merge_and_unload()
+        return out.float()
+
+
 def export_pretrained(policy, out: str | Path, base: str | None = None) -> dict[str, Path]:
     """Write ``merged/`` and, for a LoRA policy, ``adapter/`` under ``out``.
 
@@ -82,10 +93,7 @@ def export_pretrained(policy, out: str | Path, base: str | None = None) -> dict[
 
     out = Path(out)
     written: dict[str, Path] = {}
-    model = copy.deepcopy(policy.model)
-    if policy.lora is not None:
-        model = model.merge_and_unload()
-    model = model.float()
+    model = merged_copy(policy.model)
     model.save_pretrained(out / "merged")
     policy.tokenizer.save_pretrained(out / "merged")
     written["merged"] = out / "merged"

@@ -10,7 +10,6 @@ conversion cost.
 
 from __future__ import annotations
 
-import copy
 import gc
 import os
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 import torch
 
 from kgreason.errors import KGReasonError
+from kgreason.models.export import merged_copy
 from kgreason.rollout.engine import (
     Engine,
     Generation,
@@ -72,11 +72,8 @@ def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quant
     loader = ct2_transformers._MODEL_LOADERS.get(name)
     if loader is None:
         raise KGReasonError(f"CTranslate2 cannot convert a {name} model; use engine=hf")
+    model = merged_copy(model)
     with torch.no_grad():
-        model = copy.deepcopy(model)
-        if hasattr(model, "merge_and_unload"):
-            model = model.merge_and_unload()
-        model = model.float()
         # The loader calls gc.collect() after each layer; in a process holding a dataset,
         # a KB and a model that is ~0.2 s a layer (6 of a conversion's 7 s). Objects that
         # exist now are not garbage of the conversion, so leave them out of those passes.

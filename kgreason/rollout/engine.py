@@ -1,4 +1,4 @@
-"""Generation engines: one interface, a transformers backend and an optional vLLM one."""
+"""Generation engines: one interface and the transformers backend (vLLM: :mod:`kgreason.rollout.vllm`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-from kgreason.errors import KGReasonError
 
 
 @dataclass
@@ -298,26 +296,3 @@ def _first_stop(text: str, stop: Sequence[str]) -> int | None:
     """End offset of the earliest stop string in ``text``."""
     ends = [text.find(s) + len(s) for s in stop if s and s in text]
     return min(ends) if ends else None
-
-
-class VLLMEngine(Engine):
-    """vLLM behind the same interface (GPU only; ``pip install kgreason[gpu]``)."""
-
-    def __init__(self, model: str, **kw):
-        try:
-            import vllm
-        except ImportError as e:
-            raise KGReasonError(
-                "VLLMEngine needs vLLM and a GPU: pip install 'kgreason[gpu]'. "
-                "On CPU use HFEngine, which has the same interface.") from e
-        self._llm = vllm.LLM(model=model, **kw)
-        self._vllm = vllm
-
-    def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
-                 max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
-        params = self._vllm.SamplingParams(max_tokens=max_new_tokens, stop=list(stop),
-                                           include_stop_str_in_output=True,
-                                           temperature=0.0 if greedy else 1.0)
-        outs = self._llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params)
-        return [Generation(list(o.outputs[0].token_ids), o.outputs[0].text,
-                           "stop" if o.outputs[0].finish_reason == "stop" else "length") for o in outs]
