@@ -30,6 +30,8 @@ from kgreason.kb.base import KnowledgeBase
 from kgreason.rankers.base import Ranker, TrainableRanker
 from kgreason.rankers.gat import GATEntityRanker, batch_graphs
 from kgreason.rankers.graph import Neighbourhood
+from kgreason.training.distributed import rank_and_world
+from kgreason.training.resume import atomic_save
 from kgreason.types import KBQASample
 
 
@@ -226,7 +228,9 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
         ho, _ = ranker_examples(make_env.kb, qs[:cut], **kw)
         if ho:
             figures["held_out"] = evaluate_ranker(ranker, ho, ks)["all"]
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(ranker.state_dict(), out / "ranker.pt")
-    (out / "ranker.json").write_text(json.dumps(figures, indent=2))
+    if rank_and_world()[0] == 0:  # under trainer=ddp every process holds the same synchronised weights
+        out.mkdir(parents=True, exist_ok=True)
+        # atomic: a resumed run loads this file, so a crash must not leave half of it
+        atomic_save(ranker.state_dict(), out / "ranker.pt")
+        (out / "ranker.json").write_text(json.dumps(figures, indent=2))
     return figures
