@@ -9,7 +9,7 @@ import pytest
 
 from kgreason.data.demo import load_demo_kb, write_demo_ntriples
 from kgreason.data.demo.kg import build_demo_kg
-from kgreason.kb import SparqlEndpointKB
+from kgreason.kb import SparqlEndpointKB, netns
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,8 @@ def oxigraph_server(demo_nt):
 def virtuoso_server(demo_nt):
     if not shutil.which("virtuoso-t") or not shutil.which("isql-vt"):
         pytest.skip("Virtuoso not installed (apt-get install virtuoso-opensource-7-bin; `make test` does it as root)")
-    with VirtuosoServer(demo_nt) as srv:
+    # isolated where the host can make a network namespace (tests/kb/test_netns.py checks it)
+    with VirtuosoServer(demo_nt, sandbox=netns.available()) as srv:
         yield srv
 
 

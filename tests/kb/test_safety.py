@@ -19,6 +19,7 @@ from kgreason.kb import (
     SparqlEndpointKB,
     TripleStoreKB,
     check_read_only,
+    netns,
 )
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer, free_port
 
@@ -226,7 +227,7 @@ def test_oxigraph_server_timeout_cut_body_is_a_timeout(demo_nt):
 def small_virtuoso(demo_nt):
     if not shutil.which("virtuoso-t"):
         pytest.skip("Virtuoso not installed (apt-get install virtuoso-opensource-7-bin)")
-    with VirtuosoServer(demo_nt, result_max_rows=100, max_exec_s=2) as srv:
+    with VirtuosoServer(demo_nt, result_max_rows=100, max_exec_s=2, sandbox=netns.available()) as srv:
         yield srv
 
 
