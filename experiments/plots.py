@@ -1,4 +1,5 @@
-"""The run's figure, `training_curves.png`: SFT loss, RL curves and the evaluations.
+"""The run's figure, `training_curves.png`: SFT loss, RL curves and the evaluations (also by
+hop count when the questions mix them).
 
 Reads what the run wrote (`sft/metrics.csv`, `rl/metrics.csv`, `results.json`), so it
 can be redrawn for any finished run: `python experiments/plots.py <run dir>`.
@@ -45,6 +46,8 @@ def plot_run(out: str | Path, title: str | None = None) -> Path | None:
     rl = _csv(out / "rl" / "metrics.csv", "train/iteration")
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
     evals = {k: v["overall"] for k, v in results.get("eval", {}).items()}
+    # Hit@1 per hop count, when the evaluation mixes hop counts (MetaQA 1/2/3-hop)
+    by_hops = {k: v["by_hops"] for k, v in results.get("eval", {}).items() if len(v.get("by_hops", {})) > 1}
     panels: list[tuple[str, object]] = []
     if sft is not None and len(sft):
         panels.append(("sft", None))
@@ -52,6 +55,8 @@ def plot_run(out: str | Path, title: str | None = None) -> Path | None:
         panels += [("rl", (k, t)) for k, t in RL_PANELS if k in rl]
     if evals:
         panels.append(("eval", None))
+    if by_hops:
+        panels.append(("hops", None))
     if not panels:
         return None
     cols = min(4, len(panels))
@@ -70,6 +75,20 @@ def plot_run(out: str | Path, title: str | None = None) -> Path | None:
             ax.plot(rl["train/iteration"] + 1, rl[key], marker="o", ms=3)
             ax.set(title=name, xlabel="RL iteration")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        elif kind == "hops":
+            tags = [t for t in EVAL_ORDER if t in by_hops] + [t for t in by_hops if t not in EVAL_ORDER]
+            hops = sorted({h for t in tags for h in by_hops[t]}, key=int)
+            w = 0.8 / len(tags)
+            for i, t in enumerate(tags):
+                xs = [j + (i - (len(tags) - 1) / 2) * w for j in range(len(hops))]
+                vals = [by_hops[t].get(h, {}).get("hit1", 0.0) for h in hops]
+                ax.bar(xs, vals, w, label=t)
+                for x, v in zip(xs, vals, strict=True):
+                    ax.annotate(f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=7)
+            ns = "/".join(str(by_hops[tags[-1]].get(h, {}).get("n", 0)) for h in hops)
+            ax.set_xticks(range(len(hops)), [f"{h}-hop" for h in hops])
+            ax.set(title=f"Hit@1 by hops (n={ns})", ylim=(0, 1.05))
+            ax.legend(fontsize=7, loc="upper right")
         else:
             tags = [t for t in EVAL_ORDER if t in evals] + [t for t in evals if t not in EVAL_ORDER]
             xs = range(len(tags))

@@ -64,3 +64,35 @@ def test_a_run_with_one_stage_draws_that_stage(tmp_path, only):
 
             shutil.rmtree(tmp_path / p) if (tmp_path / p).is_dir() else (tmp_path / p).unlink()
     assert plot_run(tmp_path) is not None
+
+
+def test_mixed_hop_counts_add_a_hit1_panel_per_hop(tmp_path):
+    import matplotlib.pyplot as plt
+
+    run = _run(tmp_path)
+    hops = {"sft": {"1": {"hit1": 0.5, "n": 3}, "2": {"hit1": 0.2, "n": 3}},
+            "trained": {"1": {"hit1": 0.6, "n": 3}, "2": {"hit1": 0.4, "n": 3}}}
+    ev = {t: {"overall": {"f1": 0.3, "hit1": 0.5, "n": 6}, "by_hops": h} for t, h in hops.items()}
+    (run / "results.json").write_text(json.dumps({"eval": ev}))
+    figures = []
+    real_savefig = plt.Figure.savefig
+    plt.Figure.savefig = lambda self, *a, **kw: (figures.append(self), real_savefig(self, *a, **kw))[1]
+    try:
+        plot_run(run)
+    finally:
+        plt.Figure.savefig = real_savefig
+    ax = [a for a in figures[0].axes if a.get_visible()][-1]
+    assert ax.get_title() == "Hit@1 by hops (n=3/3)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1-hop", "2-hop"]
+    heights = sorted(round(p.get_height(), 2) for p in ax.patches)
+    assert heights == [0.2, 0.4, 0.5, 0.6]
+    # one hop count only (the demo's 1-hop evaluation): no such panel
+    ev = {"trained": {"overall": {"f1": 0.3, "hit1": 0.5, "n": 3}, "by_hops": {"1": hops["trained"]["1"]}}}
+    (run / "results.json").write_text(json.dumps({"eval": ev}))
+    figures.clear()
+    plt.Figure.savefig = lambda self, *a, **kw: (figures.append(self), real_savefig(self, *a, **kw))[1]
+    try:
+        plot_run(run)
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert "Hit@1 by hops" not in [a.get_title() for a in figures[0].axes]
