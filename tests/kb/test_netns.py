@@ -11,28 +11,16 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import HTTPServer
 
 import pytest
 
 from kgreason.errors import KBUnavailable
 from kgreason.kb import netns
 from kgreason.kb.servers import VirtuosoServer, free_port
+from tests.kb.test_safety import _Listener
 
 needs_netns = pytest.mark.skipif(not netns.available(), reason="no network namespaces on this host")
-
-
-class _Listener(BaseHTTPRequestHandler):
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        type(self).hits.append(self.path)
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"reached")
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture

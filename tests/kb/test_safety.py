@@ -96,12 +96,15 @@ def test_guard_bounds_length_nesting_and_encoding(query):
 
 
 class _Listener(BaseHTTPRequestHandler):
+    """Records the path of every request it gets (a request that should never come)."""
+
     hits: list[str] = []
 
     def do_GET(self):  # noqa: N802 - http.server's name
         type(self).hits.append(self.path)
         self.send_response(200)
         self.end_headers()
+        self.wfile.write(b"reached")
 
     do_POST = do_GET
 
