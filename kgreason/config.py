@@ -72,8 +72,9 @@ def validate_config(cfg: DictConfig) -> None:
     """Refuse a config that cannot run, before anything loads (a model takes seconds).
 
     Raises:
-        ConfigError: an unknown ``stage``, or a ``checkpoint``/``resume`` path that is not
-            a file; the message names the bad value and the valid choices.
+        ConfigError: an unknown ``stage``, a ``checkpoint``/``resume`` path that is not
+            a file, or a ``data.stratify`` that is not a question field; the message names
+            the bad value and the valid choices.
 
     >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
     Traceback (most recent call last):
@@ -91,6 +92,17 @@ def validate_config(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={path!r}: no such file")
     if cfg.get("resume") and stage not in ("all", "rl"):
         raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
+    by = (cfg.get("data") or {}).get("stratify")
+    if by is not None:
+        import dataclasses
+
+        from kgreason.types import KBQASample
+
+        fields = [f.name for f in dataclasses.fields(KBQASample)]
+        if by not in fields:  # otherwise found only after the questions load
+            close = difflib.get_close_matches(str(by), fields, n=1)
+            raise ConfigError(f"data.stratify={by!r} is not a question field; choose one of {', '.join(fields)}"
+                              + (f" (did you mean {close[0]!r}?)" if close else ""))
     check_compatible(cfg)
 
 

@@ -136,6 +136,7 @@ def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph)
     ("stage=evl", r"stage='evl' is not a stage; choose one of all, eval, sft, rl \(did you mean 'eval'\?\)"),
     ("checkpoint=/nonexistent/policy.pt", r"checkpoint='/nonexistent/policy.pt': no such file"),
     ("resume=/nonexistent/last.ckpt", r"resume='/nonexistent/last.ckpt': no such file"),
+    ("data.stratify=hop", r"data.stratify='hop' is not a question field; choose one of id, .*hops.*\(did you mean 'hops'\?\)"),
 ])
 def test_a_config_that_cannot_run_is_refused_before_anything_loads(override, message):
     cfg = compose_config(["method=kg_r1", "preset=smoke", override])
