@@ -15,7 +15,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from kgreason.errors import ConfigError
+from kgreason.errors import ConfigError, DatasetError
 
 #: where the runner's config groups live
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
@@ -93,16 +93,13 @@ def validate_config(cfg: DictConfig) -> None:
     if cfg.get("resume") and stage not in ("all", "rl"):
         raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
     by = (cfg.get("data") or {}).get("stratify")
-    if by is not None:
-        import dataclasses
+    if by is not None:  # otherwise found only after the questions load
+        from kgreason.data.splits import check_stratify
 
-        from kgreason.types import KBQASample
-
-        fields = [f.name for f in dataclasses.fields(KBQASample)]
-        if by not in fields:  # otherwise found only after the questions load
-            close = difflib.get_close_matches(str(by), fields, n=1)
-            raise ConfigError(f"data.stratify={by!r} is not a question field; choose one of {', '.join(fields)}"
-                              + (f" (did you mean {close[0]!r}?)" if close else ""))
+        try:
+            check_stratify(by)
+        except DatasetError as e:
+            raise ConfigError(str(e)) from None
     check_compatible(cfg)
 
 

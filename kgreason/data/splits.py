@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import random
 from collections.abc import Sequence
 from typing import TypeVar
@@ -31,6 +32,24 @@ def sample_subset(samples: Sequence[S], limit: int | None, seed: int) -> list[S]
     return random.Random(seed).sample(list(samples), limit)
 
 
+def check_stratify(by: str) -> None:
+    """Refuse a ``data.stratify`` that is not a question field, naming the valid ones.
+
+    Raises:
+        DatasetError: ``by`` is not a :class:`~kgreason.types.KBQASample` field.
+
+    >>> check_stratify("hop")
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.DatasetError: data.stratify='hop' is not a question field; choose one of id, question, topic_entities, answers, sexpr, sparql, relation_path, hops, level, subgraph, meta (did you mean 'hops'?)
+    """
+    fields = [f.name for f in dataclasses.fields(KBQASample)]
+    if by not in fields:
+        close = difflib.get_close_matches(str(by), fields, n=1)
+        raise DatasetError(f"data.stratify={by!r} is not a question field; choose one of {', '.join(fields)}"
+                           + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
 def stratified_subset(samples: Sequence[S], limit: int | None, by: str, seed: int) -> list[S]:
     """A seeded subset with ``limit // n`` samples from each of the ``n`` values of the
     sample field ``by`` (all of a value's samples when it has fewer).
@@ -43,9 +62,7 @@ def stratified_subset(samples: Sequence[S], limit: int | None, by: str, seed: in
     >>> sorted(q.hops for q in stratified_subset(qs, 4, "hops", seed=0))
     [1, 1, 2, 2]
     """
-    fields = [f.name for f in dataclasses.fields(KBQASample)]
-    if by not in fields:
-        raise DatasetError(f"data.stratify={by!r} is not a question field; choose one of {fields}")
+    check_stratify(by)
     groups: dict[object, list[S]] = {}
     for s in samples:
         groups.setdefault(getattr(s, by), []).append(s)

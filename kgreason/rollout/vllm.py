@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from kgreason.errors import KGReasonError
+from kgreason.models.export import merged_copy
 from kgreason.rollout.engine import Engine, Generation, finish_generation, weights_version
 
 
@@ -45,9 +46,7 @@ def merged_weights(model) -> dict[str, torch.Tensor]:
     Returns:
         name -> tensor (a copy; the model is not modified).
     """
-    from kgreason.models.export import merged_copy
-
-    return {k: v.detach() for k, v in merged_copy(model).state_dict().items()}
+    return merged_copy(model).state_dict()
 
 
 def _load_on_worker(worker, weights: list[tuple[str, torch.Tensor]]) -> None:
@@ -112,8 +111,6 @@ class VLLMEngine(Engine):
         return self._llm
 
     def _start(self, version: tuple[int, int]) -> None:
-        from kgreason.models.export import merged_copy
-
         t0 = time.perf_counter()
         directory = tempfile.mkdtemp(prefix="kgreason-vllm-")
         try:
