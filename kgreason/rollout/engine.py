@@ -51,6 +51,93 @@ class _Kept:
     weights: tuple[int, int]
 
 
+class _Rounds:
+    """The state of one batched generation decoded in rounds (see ``HFEngine.compact_every``).
+
+    Shapes: ``ids`` / ``mask`` ``[A, T]`` for the ``A`` rows still decoding; ``order[a]`` is
+    the prompt index of row ``a``; ``tokens[i]`` everything prompt ``i`` has generated.
+    Rows that finish leave the batch between rounds; with ``keep``, their keys and values
+    (``cached`` columns each) are set aside for :meth:`whole`.
+    """
+
+    def __init__(self, ids: torch.Tensor, mask: torch.Tensor, cache: Any, stop: Sequence[str], tokenizer,
+                 keep: bool):
+        self.ids, self.mask, self.cache = ids, mask, cache
+        self.width = mask.shape[1]
+        self.prompt_ids, self.prompt_mask = ids, mask
+        self.order = list(range(ids.shape[0]))
+        self.tokens: list[list[int]] = [[] for _ in self.order]
+        self.cached = [0] * len(self.order)
+        self.decoded = 0
+        self.active = True
+        self.stop, self.tokenizer, self.keep = stop, tokenizer, keep
+        self.left: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []
+
+    def advance(self, seqs: torch.Tensor, cache: Any, ended: bool) -> None:
+        """Take one round's output; drop finished rows, or stop when none is left."""
+        start = self.ids.shape[1]
+        new = seqs[:, start:]
+        for a, i in enumerate(self.order):
+            self.tokens[i].extend(new[a].tolist())
+        self.decoded += new.shape[1]
+        self.cache = cache
+        n_cols = cache.get_seq_length() if cache is not None else 0
+        done = [a for a, i in enumerate(self.order) if self._finished(self.tokens[i])]
+        if ended or not new.shape[1] or len(done) == len(self.order) or cache is None:
+            for i in self.order:
+                self.cached[i] = n_cols
+            self.ids, self.active = seqs, False
+            return
+        self.ids = seqs
+        self.mask = torch.cat([self.mask, torch.ones_like(new)], dim=1)
+        if not done:
+            return
+        stay = [a for a in range(len(self.order)) if a not in set(done)]
+        if self.keep:
+            out = torch.tensor(done)
+            self.left.append(([self.order[a] for a in done],
+                              [(lay.keys[out.to(lay.keys.device)], lay.values[out.to(lay.keys.device)])
+                               for lay in cache.layers]))
+            for a in done:
+                self.cached[self.order[a]] = n_cols
+        keep_rows = torch.tensor(stay)
+        cache.batch_select_indices(keep_rows.to(cache.layers[0].keys.device))
+        self.ids, self.mask = self.ids[keep_rows], self.mask[keep_rows]
+        self.order = [self.order[a] for a in stay]
+
+    def _finished(self, new: list[int]) -> bool:
+        if self.tokenizer.eos_token_id in new:
+            return True
+        return _first_stop(self.tokenizer.decode(new), self.stop) is not None
+
+    def whole(self) -> tuple[Any, torch.Tensor, torch.Tensor, list[int]]:
+        """Cache, ids ``[N, C]``, prompt mask ``[N, width]`` and cached columns of every
+        prompt, the rows that left early put back (zeros past their end, which
+        :meth:`HFEngine._keep` masks)."""
+        cache = self.cache
+        cols = cache.get_seq_length()
+        n = len(self.tokens)
+        seqs = self.prompt_ids.new_zeros((n, cols))
+        seqs[:, :self.width] = self.prompt_ids
+        for i, new in enumerate(self.tokens):
+            k = min(len(new), cols - self.width)
+            seqs[i, self.width:self.width + k] = torch.tensor(new[:k], dtype=seqs.dtype)
+        if not self.left:
+            return cache, seqs, self.prompt_mask, self.cached
+        rows = torch.tensor(self.order)
+        for j, lay in enumerate(cache.layers):
+            keys = lay.keys.new_zeros((n, *lay.keys.shape[1:]))
+            values = lay.values.new_zeros((n, *lay.values.shape[1:]))
+            keys[rows.to(keys.device)] = lay.keys
+            values[rows.to(keys.device)] = lay.values
+            for who, saved in self.left:
+                k, v = saved[j]
+                idx = torch.tensor(who, device=keys.device)
+                keys[idx, :, :k.shape[2]] = k
+                values[idx, :, :v.shape[2]] = v
+            lay.keys, lay.values = keys, values
+        return cache, seqs, self.prompt_mask, self.cached
+
 class HFEngine(Engine):
     """``model.generate`` on a left-padded batch with stop strings, under the policy's autocast.
 
@@ -70,12 +157,19 @@ class HFEngine(Engine):
             (keys and values written in place) instead of transformers' ``DynamicCache``,
             which copies the whole cache at every token. Same tokens; False is for
             comparison (``experiments/benchmarks/kv_cache.py``).
+        compact_every: decode in rounds of this many tokens and drop the rows that have
+            finished from the batch between rounds (0: one ``generate`` call to the end).
+            A lock-step batch otherwise decodes every row until its longest one stops; a
+            decoding step costs roughly ``a + b · rows`` on a CPU, so the stragglers of a
+            turn run at the speed of a small batch (``experiments/benchmarks/compaction.py``).
+            The dropped rows' keys and values are set aside and returned to the kept cache.
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                  batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True,
-                 growing_cache: bool = True):
+                 growing_cache: bool = True, compact_every: int = 32):
         self.policy = policy
+        self.compact_every = compact_every
         self.growing_cache = growing_cache
         self.share_prefix = share_prefix
         self.reuse_cache = reuse_cache
@@ -111,6 +205,8 @@ class HFEngine(Engine):
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         kw: dict[str, Any] = {"do_sample": False} if greedy else {
             "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
+        kw.update(max_new_tokens=max_new_tokens, stopping_criteria=self._stopping(stop), pad_token_id=pad,
+                  eos_token_id=tok.eos_token_id, return_dict_in_generate=True)
         model = self.policy.model
         was_training = model.training
         model.eval()
@@ -118,7 +214,7 @@ class HFEngine(Engine):
         with self.policy.autocast():
             cont = self._continue(prompts, pad) if self._kept is not None else None
             if cont is not None:
-                ids, mask, kw["past_key_values"] = cont
+                ids, mask, cache = cont
             else:
                 shared = self._shared_len(prompts)
                 ids, mask = pad_batch(prompts, pad, shared)
@@ -128,18 +224,18 @@ class HFEngine(Engine):
                     # position ids from the attention mask, so positions stay contiguous.
                     model(input_ids=ids[:1, :shared].to(device), past_key_values=cache, use_cache=True)
                     cache.batch_repeat_interleave(len(prompts))
-                kw["past_key_values"] = cache
             self._kept = None  # its cache is consumed (extended in place) by this call
-            out = model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device),
-                max_new_tokens=max_new_tokens, stopping_criteria=self._stopping(stop),
-                pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True, **kw)
+            run = _Rounds(ids, mask, cache, stop, tok, keep)
+            while run.active:
+                budget = max_new_tokens - run.decoded
+                step = min(self.compact_every or budget, budget)
+                out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
+                                     past_key_values=run.cache, **{**kw, "max_new_tokens": step})
+                run.advance(out.sequences.cpu(), out.past_key_values, ended=run.decoded + step >= max_new_tokens)
         model.train(was_training)
-        width = ids.shape[1]
-        seqs = out.sequences
-        gens = [finish_generation(self.tokenizer, seqs[i, width:].tolist(), stop, max_new_tokens) for i in range(len(prompts))]
-        if keep and out.past_key_values is not None:
-            self._keep(out.past_key_values, seqs, mask, prompts, gens)
+        gens = [finish_generation(tok, new, stop, max_new_tokens) for new in run.tokens]
+        if keep and run.cache is not None:
+            self._keep(*run.whole(), prompts, gens)
         return gens
 
     def _new_cache(self) -> Any:
@@ -174,17 +270,19 @@ class HFEngine(Engine):
         shared = min(shared, min(len(p) for p in prompts) - 1)
         return shared if shared >= max(self.share_prefix, 1) else 0
 
-    def _keep(self, cache, seqs: torch.Tensor, mask: torch.Tensor, prompts, gens: list[Generation]) -> None:
+    def _keep(self, cache, seqs: torch.Tensor, mask: torch.Tensor, cached: list[int], prompts,
+              gens: list[Generation]) -> None:
+        """Keep ``cache`` for the next call. ``cached[b]``: columns of row ``b`` holding keys
+        and values (a row's last generated token has none yet)."""
         width = mask.shape[1]
-        cols = cache.get_seq_length()  # the last generated token has no KV yet
-        n_gen = cols - width
-        gen_mask = torch.zeros(len(prompts), n_gen, dtype=mask.dtype)
+        cols = seqs.shape[1]
+        gen_mask = torch.zeros(len(prompts), cols - width, dtype=mask.dtype)
         rows = []
         for i, (p, g) in enumerate(zip(prompts, gens, strict=True)):
-            k = min(len(g.token_ids), n_gen)
+            k = min(len(g.token_ids), cached[i] - width)
             gen_mask[i, :k] = 1
             rows.append(tuple(p) + tuple(g.token_ids[:k]))
-        self._kept = _Kept(cache, seqs[:, :cols].cpu(), torch.cat([mask, gen_mask], dim=1), rows,
+        self._kept = _Kept(cache, seqs, torch.cat([mask, gen_mask], dim=1), rows,
                            weights_version(self.policy.model))
 
     def _continue(self, prompts, pad: int):

@@ -227,3 +227,56 @@ def test_response_budget_ends_episodes_over_all_turns(demo_oxigraph):
     assert all(len(t.turns) == 2 and not t.answer for t in cut) and s1.truncated == 3  # 8 + 8 >= 12
     for t, c in zip(full, cut, strict=True):  # the same episodes, only shorter
         assert t.token_ids[: len(c.token_ids)] == c.token_ids
+
+
+
+def _recording(monkeypatch, policy) -> list[int]:
+    rows: list[int] = []
+    real = policy.model.generate
+
+    def generate(*args, **kwargs):
+        rows.append(kwargs["input_ids"].shape[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(policy.model, "generate", generate)
+    return rows
+
+
+# The real SmolLM2 (float32): the tiny random model's greedy text is one repeated token,
+# so its rows would all end together. These questions end their first sentence at
+# different lengths.
+QUESTIONS = ["Name a colour.", "What is 2 + 2?", "Describe the sea in detail.",
+             "Who wrote Hamlet and when did he live?", "Say yes.", "List five rivers of Europe with their lengths."]
+STOPS = [".", "\n"]
+
+
+def test_finished_rows_leave_the_batch_and_the_tokens_stay_the_same(smollm2_play, monkeypatch):
+    policy = smollm2_play.policy
+    ps = [policy.chat_ids([{"role": "user", "content": q}]) for q in QUESTIONS]
+    whole = HFEngine(policy, compact_every=0).generate(ps, stop=STOPS, max_new_tokens=40, greedy=True)
+    lengths = sorted(len(g.token_ids) for g in whole)
+    assert lengths[0] < lengths[-1]  # the case this is about: rows end at different times
+    rows = _recording(monkeypatch, policy)
+    rounds = HFEngine(policy, compact_every=4).generate(ps, stop=STOPS, max_new_tokens=40, greedy=True)
+    assert [(g.token_ids, g.text, g.finish) for g in rounds] == [(g.token_ids, g.text, g.finish) for g in whole]
+    assert rows[0] == 6 and rows == sorted(rows, reverse=True) and rows[-1] < 6
+    assert len(rows) <= -(-lengths[-1] // 4)  # no round after the last row ended
+
+
+def test_kept_cache_of_rows_that_left_early_continues_exactly(smollm2_play):
+    policy = smollm2_play.policy
+    ps = [policy.chat_ids([{"role": "user", "content": q}]) for q in QUESTIONS]
+    warm = HFEngine(policy, reuse_cache=True, compact_every=3)
+    first = warm.generate(ps, stop=STOPS, max_new_tokens=24, greedy=True)
+    assert len({len(g.token_ids) for g in first}) > 1
+    obs = policy.tokenizer(" Go on.", add_special_tokens=False)["input_ids"]
+    nxt = [p + g.token_ids + obs * (i + 1) for i, (p, g) in enumerate(zip(ps, first, strict=True))]
+    again = warm.generate(nxt, stop=STOPS, max_new_tokens=24, greedy=True)
+    # every row continued from the kept cache (a row's last token has keys only if the
+    # batch decoded on after it)
+    pairs = list(zip(ps, first, strict=True))
+    assert sum(len(p) + len(g.token_ids) - 1 for p, g in pairs) <= warm.reused_tokens <= sum(
+        len(p) + len(g.token_ids) for p, g in pairs)
+    cold = HFEngine(policy, reuse_cache=False, compact_every=0).generate(nxt, stop=STOPS, max_new_tokens=24,
+                                                                          greedy=True)
+    assert [g.token_ids for g in again] == [g.token_ids for g in cold]
