@@ -86,13 +86,14 @@ class _Rounds:
         if ended or not new.shape[1] or len(done) == len(self.order) or cache is None:
             for i in self.order:
                 self.cached[i] = n_cols
-            self.ids, self.active = seqs, False
+            self.active = False
             return
         self.ids = seqs
         self.mask = torch.cat([self.mask, torch.ones_like(new)], dim=1)
         if not done:
             return
-        stay = [a for a in range(len(self.order)) if a not in set(done)]
+        leaving = set(done)
+        stay = [a for a in range(len(self.order)) if a not in leaving]
         if self.keep:
             out = torch.tensor(done)
             self.left.append(([self.order[a] for a in done],
@@ -205,8 +206,8 @@ class HFEngine(Engine):
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         kw: dict[str, Any] = {"do_sample": False} if greedy else {
             "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
-        kw.update(max_new_tokens=max_new_tokens, stopping_criteria=self._stopping(stop), pad_token_id=pad,
-                  eos_token_id=tok.eos_token_id, return_dict_in_generate=True)
+        kw.update(stopping_criteria=self._stopping(stop), pad_token_id=pad, eos_token_id=tok.eos_token_id,
+                  return_dict_in_generate=True)
         model = self.policy.model
         was_training = model.training
         model.eval()
@@ -230,7 +231,7 @@ class HFEngine(Engine):
                 budget = max_new_tokens - run.decoded
                 step = min(self.compact_every or budget, budget)
                 out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
-                                     past_key_values=run.cache, **{**kw, "max_new_tokens": step})
+                                     past_key_values=run.cache, max_new_tokens=step, **kw)
                 run.advance(out.sequences.cpu(), out.past_key_values, ended=run.decoded + step >= max_new_tokens)
         model.train(was_training)
         gens = [finish_generation(tok, new, stop, max_new_tokens) for new in run.tokens]

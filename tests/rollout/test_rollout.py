@@ -229,7 +229,6 @@ def test_response_budget_ends_episodes_over_all_turns(demo_oxigraph):
         assert t.token_ids[: len(c.token_ids)] == c.token_ids
 
 
-
 def _recording(monkeypatch, policy) -> list[int]:
     rows: list[int] = []
     real = policy.model.generate
