@@ -1,9 +1,11 @@
 """SFT step time of SmolLM2 + LoRA: prompt projection skipped or not, all layers or the
-top ones, the batch's shared prompt prefix encoded once or per row, bf16 or float32.
+top ones, the batch's shared prompt prefix encoded once or per row, only the loss tokens
+projected onto the vocabulary or every later one, bf16 or float32.
 
-    python experiments/benchmarks/sft_step.py [--batch 4] [--repeats 3] [--top-layers 12]
+    python experiments/benchmarks/sft_step.py [--method kg_r1|knowcoder_a1] [--batch 4] [--repeats 3] [--top-layers 12]
 
-One batch of KG-R1 oracle trajectories from the demo train split; each configuration
+One batch of cold-start episodes from the demo train split (KG-R1's oracle, or
+KnowCoder-A1's scripted teacher, whose tool observations are long); each configuration
 runs ``repeats`` forward+backward+step passes after one warm-up; prints the median
 seconds per step and the speed-up over the baseline, measured side by side in one run.
 The last row repeats the fastest configuration in the other precision, so one run shows
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import random
 import statistics
 import time
 
@@ -23,16 +26,18 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast
 from kgreason.models.policy import first_loss_position
-from kgreason.training import collate, oracle_sft_trajectories
+from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
+from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 
 
-def step_time(policy: CausalLMPolicy, batch: dict, skip_prompt: bool, repeats: int) -> float:
+def step_time(policy: CausalLMPolicy, batch: dict, skip_prompt: bool, masked: bool, repeats: int) -> float:
     opt = torch.optim.AdamW(list(policy.parameters()), lr=1e-5)
     times = []
     for i in range(repeats + 1):
         t0 = time.perf_counter()
         start = first_loss_position(batch["loss_mask"]) if skip_prompt else 1
-        lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=start)
+        lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=start,
+                                      loss_mask=batch["loss_mask"] if masked else None)
         loss = -(lp * batch["loss_mask"]).sum() / batch["loss_mask"].sum()
         opt.zero_grad()
         loss.backward()
@@ -42,36 +47,49 @@ def step_time(policy: CausalLMPolicy, batch: dict, skip_prompt: bool, repeats: i
     return statistics.median(times)
 
 
+def episodes(method: str, policy: CausalLMPolicy, n: int) -> list:
+    """``n`` tokenised cold-start episodes of ``method`` on the demo train split."""
+    kb = load_demo_kb()
+    train = load_dataset("demo", split="train")
+    if method == "kg_r1":
+        make = functools.partial(make_env, "kg_r1", kb, max_turns=4)
+        return oracle_sft_trajectories(train[:40], make, policy.chat_ids, policy.tokenizer)[:n]
+    env, teacher, rng = make_env("knowcoder_a1", kb, max_turns=6), ScriptedKnowCoderTeacher(), random.Random(0)
+    # every 100th question: several templates, not one question type
+    return [episode_tokens(teacher.episode(env, s, rng), policy.chat_ids, policy.tokenizer)
+            for s in train[3 : 100 * n : 100]]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--method", choices=["kg_r1", "knowcoder_a1"], default="kg_r1")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--top-layers", type=int, default=12)
     args = ap.parse_args()
     torch.manual_seed(0)
-    kb = load_demo_kb()
-    make = functools.partial(make_env, "kg_r1", kb, max_turns=4)
     auto = bf16_is_fast()
     rows = []
     k = args.top_layers
-    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix)
-    configs = [(None, False, auto, False), (None, True, auto, False), (k, False, auto, False),
-               (k, True, auto, False), (k, True, auto, True), (k, True, not auto, True)]
-    for top, skip, bf16, share in configs:
+    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix, loss tokens only)
+    configs = [(None, False, auto, False, False), (None, True, auto, False, False), (k, False, auto, False, False),
+               (k, True, auto, False, False), (k, True, auto, True, False), (k, True, auto, True, True),
+               (k, True, not auto, True, True)]
+    for top, skip, bf16, share, masked in configs:
         policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=bf16)
         policy.share_prefix = 32 if share else 0
-        trajs = oracle_sft_trajectories(load_dataset("demo", split="train")[:40], make, policy.chat_ids,
-                                        policy.tokenizer)
-        batch = collate(trajs[: args.batch], policy.tokenizer.pad_token_id, 1024)
-        rows.append((top, skip, bf16, share, step_time(policy, batch, skip, args.repeats),
-                     tuple(batch["input_ids"].shape)))
-    base = rows[0][4]
-    print(f"SmolLM2-135M + LoRA r16; batch {rows[0][5]}; bf16 auto on this host: {auto}\n")
-    print("| LoRA layers | prompt projection | shared prefix | precision | s/step | speed-up |\n"
+        batch = collate(episodes(args.method, policy, args.batch), policy.tokenizer.pad_token_id, 1536)
+        rows.append((top, skip, bf16, share, masked, step_time(policy, batch, skip, masked, args.repeats),
+                     tuple(batch["input_ids"].shape), int(batch["loss_mask"].sum())))
+    base = rows[0][5]
+    print(f"SmolLM2-135M + LoRA r16; {args.method} batch {rows[0][6]}, {rows[0][7]} loss tokens; "
+          f"bf16 auto on this host: {auto}\n")
+    print("| LoRA layers | projected onto the vocabulary | shared prefix | precision | s/step | speed-up |\n"
           "|---|---|---|---|---|---|")
-    for top, skip, bf16, share, t, _ in rows:
-        print(f"| {'all 30' if top is None else f'top {top}'} | {'skipped' if skip else 'computed'} | "
-              f"{'once' if share else 'per row'} | {'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
+    for top, skip, bf16, share, masked, t, _, _ in rows:
+        projected = "loss tokens" if masked else "from the first loss token" if skip else "every token"
+        print(f"| {'all 30' if top is None else f'top {top}'} | {projected} | {'once' if share else 'per row'} | "
+              f"{'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
     return 0
 
 

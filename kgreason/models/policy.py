@@ -156,7 +156,8 @@ class CausalLMPolicy:
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     def token_logprobs(self, input_ids: Tensor, attention_mask: Tensor, with_entropy: bool = False,
-                       model=None, entropy_grad: bool = True, from_pos: int = 1) -> tuple[Tensor, Tensor | None]:
+                       model=None, entropy_grad: bool = True, from_pos: int = 1,
+                       loss_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Log-prob of every token given its prefix, and optionally the entropy there.
 
         With ``entropy_grad=False`` the entropy is computed detached, in chunks of
@@ -165,16 +166,24 @@ class CausalLMPolicy:
         pass the first position any loss covers, e.g. :func:`first_loss_position` — with a
         300-token shared prompt this saves a large share of an update on CPU. Columns before
         ``from_pos - 1`` that all rows share are encoded once (``share_prefix``).
+        ``loss_mask`` goes further: only the tokens it marks are projected onto the
+        vocabulary (log-prob and entropy 0 elsewhere). Tool observations sit between a
+        multi-turn episode's policy turns, and the projection with its log-sum-exp was a
+        third of a KnowCoder-A1 SFT step (``experiments/benchmarks/sft_step.py``).
 
-        Shapes: ``input_ids``/``attention_mask`` ``[N, L]`` → ``[N, L]`` (positions
-        ``< from_pos`` are 0).
+        Shapes: ``input_ids``/``attention_mask``/``loss_mask`` ``[N, L]`` → ``[N, L]``
+        (positions ``< from_pos`` are 0).
         """
         model = model or self.model
         n_pos = input_ids.shape[1]
         from_pos = max(1, min(from_pos, n_pos))
+        head = _plain_head(model) if loss_mask is not None else None
+        if head is not None:
+            return self._masked_logprobs(model, head, input_ids, attention_mask, from_pos, loss_mask,
+                                         with_entropy, entropy_grad)
         with self.autocast():
             # logits at positions from_pos-1 .. L-2 predict tokens from_pos .. L-1
-            logits = self._logits(model, input_ids, attention_mask, from_pos)[:, :-1].float()
+            logits = self._forward(model, input_ids, attention_mask, from_pos)[:, :-1].float()
         # gather − logsumexp: no full [N, L, V] log-prob tensor unless entropy is wanted
         lse = torch.logsumexp(logits, dim=-1)
         lp = logits.gather(-1, input_ids[:, from_pos:, None]).squeeze(-1) - lse
@@ -195,36 +204,89 @@ class CausalLMPolicy:
             ent = torch.cat([e.new_zeros(e.shape[0], from_pos), e], dim=1)
         return lp, ent
 
-    def _logits(self, model, input_ids: Tensor, attention_mask: Tensor, from_pos: int) -> Tensor:
-        """Logits at positions ``from_pos - 1 .. L - 1``, the shared prefix encoded once.
+    def _masked_logprobs(self, model, head: torch.nn.Module, input_ids: Tensor, attention_mask: Tensor,
+                         from_pos: int, loss_mask: Tensor, with_entropy: bool,
+                         entropy_grad: bool) -> tuple[Tensor, Tensor | None]:
+        """:meth:`token_logprobs` projecting only the tokens ``loss_mask`` marks.
 
+        Shapes: ``[N, L]`` inputs → ``[N, L]`` log-probs (and entropies), 0 off the mask.
+        """
+        want = loss_mask.bool().clone()
+        want[:, :from_pos] = False
+        with self.autocast():
+            hidden = self._forward(model.get_decoder(), input_ids, attention_mask, from_pos)
+            # the state at position t - 1 predicts token t
+            picked = hidden[:, :-1][want[:, from_pos:]]
+            logits = head(picked).float()
+        lse = torch.logsumexp(logits, dim=-1)
+        lp_k = logits.gather(-1, input_ids[want][:, None]).squeeze(-1) - lse
+        lp = lp_k.new_zeros(want.shape).masked_scatter(want, lp_k)
+        if not with_entropy:
+            return lp, None
+        with contextlib.nullcontext() if entropy_grad else torch.no_grad():
+            logp = logits - lse[:, None]
+            e_k = -(logp.exp() * logp).sum(-1)
+        return lp, e_k.new_zeros(want.shape).masked_scatter(want, e_k)
+
+    def _forward(self, model, input_ids: Tensor, attention_mask: Tensor, from_pos: int) -> Tensor:
+        """``model``'s output at positions ``from_pos - 1 .. L - 1``, the shared prefix encoded once.
+
+        ``model`` is the causal LM (→ logits) or its decoder (→ last hidden states).
         Rows that begin with the same tokens (the instructions of every prompt; a GRPO
         group's whole question) run that prefix through the model once; its keys and
         values, repeated per row, stay in the graph, so gradients are those of the
-        unshared pass. Only a prefix ending before ``from_pos - 1`` is shared: its logits
+        unshared pass. Only a prefix ending before ``from_pos - 1`` is shared: its outputs
         are never needed.
         """
         n_rows, n_pos = input_ids.shape
         keep = n_pos - from_pos + 1
+        lm = model.get_output_embeddings() is not None
+        kw = {"logits_to_keep": keep} if lm else {}
         shared = shared_prefix_len(input_ids, attention_mask) if n_rows > 1 and self.share_prefix else 0
         shared = min(shared, from_pos - 1)
         if shared < max(self.share_prefix, 1):
-            return model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+            out = model(input_ids=input_ids, attention_mask=attention_mask, **kw)
+            return out.logits if lm else out.last_hidden_state[:, -keep:]
         cache = model(input_ids=input_ids[:1, :shared], use_cache=True).past_key_values
         cache.batch_repeat_interleave(n_rows)
         positions = torch.arange(shared, n_pos, device=input_ids.device).expand(n_rows, -1)
-        return model(input_ids=input_ids[:, shared:], attention_mask=attention_mask, past_key_values=cache,
-                     position_ids=positions, use_cache=False, logits_to_keep=keep).logits
+        out = model(input_ids=input_ids[:, shared:], attention_mask=attention_mask, past_key_values=cache,
+                    position_ids=positions, use_cache=False, **kw)
+        return out.logits if lm else out.last_hidden_state[:, -keep:]
 
     @torch.no_grad()
-    def reference_logprobs(self, input_ids: Tensor, attention_mask: Tensor, from_pos: int = 1) -> Tensor:
-        """Log-probs under the reference policy (LoRA adapters disabled, else a frozen copy)."""
+    def reference_logprobs(self, input_ids: Tensor, attention_mask: Tensor, from_pos: int = 1,
+                           loss_mask: Tensor | None = None) -> Tensor:
+        """Log-probs under the reference policy (LoRA adapters disabled, else a frozen copy);
+        arguments as in :meth:`token_logprobs`."""
         if self.lora is not None:
             with self.model.disable_adapter():
-                return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos)[0]
+                return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos, loss_mask=loss_mask)[0]
         if self._ref is None:
             self._ref = copy.deepcopy(self.model).eval().requires_grad_(False)
-        return self.token_logprobs(input_ids, attention_mask, model=self._ref, from_pos=from_pos)[0]
+        return self.token_logprobs(input_ids, attention_mask, model=self._ref, from_pos=from_pos,
+                                   loss_mask=loss_mask)[0]
+
+
+#: config fields of Hugging Face models whose logits are not just ``lm_head(hidden)``
+_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
+
+
+def _plain_head(model) -> torch.nn.Module | None:
+    """The vocabulary projection of a causal LM whose logits are ``head(last hidden state)``
+    with nothing after it (None otherwise: then the whole forward pass is used).
+
+    >>> from kgreason.models import CausalLMPolicy
+    >>> _plain_head(CausalLMPolicy.tiny().model)
+    Linear(in_features=64, out_features=49152, bias=False)
+    """
+    head = model.get_output_embeddings()
+    config = getattr(model, "config", None)
+    if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
+        return None
+    if any(getattr(config, a, None) not in (None, 1, 1.0) for a in _LOGIT_TRANSFORMS):
+        return None
+    return head
 
 
 def first_loss_position(loss_mask: Tensor) -> int:

@@ -274,7 +274,7 @@ class RLLitModule(L.LightningModule):
         for i in range(0, data["input_ids"].shape[0], self.cfg.mini_batch_size):
             sl = slice(i, i + self.cfg.mini_batch_size)
             r = fn(data["input_ids"][sl], data["attention_mask"][sl],
-                   from_pos=first_loss_position(data["loss_mask"][sl]))
+                   from_pos=first_loss_position(data["loss_mask"][sl]), loss_mask=data["loss_mask"][sl])
             out.append(r[0] if isinstance(r, tuple) else r)
         return torch.cat(out).detach()
 
@@ -316,7 +316,8 @@ class RLLitModule(L.LightningModule):
                     # entropy is always logged; it needs a graph only when it is in the loss
                     logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"], with_entropy=True,
                                                            entropy_grad=cfg.entropy_coef > 0,
-                                                           from_pos=first_loss_position(mb["loss_mask"]))
+                                                           from_pos=first_loss_position(mb["loss_mask"]),
+                                                           loss_mask=mb["loss_mask"])
                     loss, m = policy_loss(
                         logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
                         clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,

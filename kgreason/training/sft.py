@@ -28,7 +28,8 @@ def _masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor],
     """
     mask = batch["loss_mask"]
     w = mask if weights is None else weights * mask
-    lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask))
+    lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask),
+                                  loss_mask=mask)
     per_sequence = -(lp.detach() * mask).sum(1) / mask.sum(1).clamp(min=1.0)
     return -(lp * w).sum() / w.sum().clamp(min=1e-8), per_sequence
 

@@ -131,13 +131,78 @@ def _adapted_tiny(seed: int) -> CausalLMPolicy:
     return pol
 
 
-def _logprobs_and_grads(pol: CausalLMPolicy, ids, attn, from_pos: int):
+def _logprobs_and_grads(pol: CausalLMPolicy, ids, attn, from_pos: int, loss_mask=None, weight=None):
+    """Log-probs, entropies and the gradients of their (``weight``-ed) sum."""
     params = list(pol.parameters())
     for p in params:
         p.grad = None
-    lp, ent = pol.token_logprobs(ids, attn, with_entropy=True, from_pos=from_pos)
-    (lp.sum() + ent.sum()).backward()
+    lp, ent = pol.token_logprobs(ids, attn, with_entropy=True, from_pos=from_pos, loss_mask=loss_mask)
+    weight = torch.ones_like(lp) if weight is None else weight.float()
+    ((lp * weight).sum() + (ent * weight).sum()).backward()
     return lp.detach(), ent.detach(), [p.grad.clone() for p in params]
+
+
+def _two_turn_batch(pol: CausalLMPolicy):
+    """Three padded rows sharing a long prompt; each has two policy turns around an
+    observation (the loss mask marks the turns)."""
+    prefix = pol.chat_ids([{"role": "system", "content": "shared instructions " * 12},
+                           {"role": "user", "content": "q"}])
+    rows, masks = [], []
+    for turn, obs, turn2 in (("alpha beta", "seen seen seen", "gamma"), ("one", "an observation here", "two three"),
+                             ("x y z", "o", "w v u t")):
+        parts = [(prefix, 0), (pol.tokenizer.encode(turn), 1), (pol.tokenizer.encode(obs), 0),
+                 (pol.tokenizer.encode(turn2), 1)]
+        rows.append([t for p, _ in parts for t in p])
+        masks.append([m for p, m in parts for _ in p])
+    width = max(map(len, rows))
+    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
+    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    loss_mask = torch.tensor([m + [0] * (width - len(m)) for m in masks])
+    return ids, attn, loss_mask, len(prefix)
+
+
+@pytest.mark.parametrize("share", [0, 8])
+def test_loss_mask_projects_only_the_marked_tokens_with_the_same_values_and_gradients(share):
+    pol = _adapted_tiny(seed=5)
+    pol.share_prefix = share
+    ids, attn, loss_mask, n_prefix = _two_turn_batch(pol)
+    from_pos = n_prefix
+    full = _logprobs_and_grads(pol, ids, attn, from_pos, weight=loss_mask)
+    masked = _logprobs_and_grads(pol, ids, attn, from_pos, loss_mask=loss_mask, weight=loss_mask)
+    on = loss_mask.bool()
+    assert 0 < on.sum() < attn.sum() - 3 * n_prefix  # observations are left out
+    assert (masked[0][~on] == 0).all() and (masked[1][~on] == 0).all()
+    assert (masked[0][on] < 0).all()
+    assert torch.allclose(masked[0][on], full[0][on], atol=1e-5)
+    assert torch.allclose(masked[1][on], full[1][on], atol=1e-4)
+    assert any(g.abs().sum() > 0 for g in full[2])
+    for a, b in zip(full[2], masked[2], strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_loss_mask_reference_logprobs_match_the_full_projection():
+    pol = _adapted_tiny(seed=6)
+    ids, attn, loss_mask, n_prefix = _two_turn_batch(pol)
+    on = loss_mask.bool()
+    full = pol.reference_logprobs(ids, attn, from_pos=n_prefix)
+    masked = pol.reference_logprobs(ids, attn, from_pos=n_prefix, loss_mask=loss_mask)
+    assert torch.allclose(masked[on], full[on], atol=1e-5) and (masked[~on] == 0).all()
+    assert not torch.allclose(masked[on], pol.token_logprobs(ids, attn, loss_mask=loss_mask)[0][on], atol=1e-4)
+
+
+def test_a_model_whose_logits_are_transformed_keeps_the_full_forward_pass():
+    from kgreason.models.policy import _plain_head
+
+    pol = CausalLMPolicy.tiny(seed=7)
+    ids, attn, loss_mask, n_prefix = _two_turn_batch(pol)
+    assert _plain_head(pol.model) is not None
+    pol.model.config.logit_scale = 0.5  # Cohere-style scaling after lm_head: must not be skipped
+    try:
+        assert _plain_head(pol.model) is None
+        lp, _ = pol.token_logprobs(ids, attn, from_pos=n_prefix, loss_mask=loss_mask)
+        assert torch.allclose(lp, pol.token_logprobs(ids, attn, from_pos=n_prefix)[0])
+    finally:
+        pol.model.config.logit_scale = None
 
 
 def test_shared_prefix_pass_gives_the_same_logprobs_entropy_and_gradients():
