@@ -115,7 +115,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
-    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, hparams=run_hparams(cfg))
+    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=cfg.sft.bf16, hparams=run_hparams(cfg))
     # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
     epochs = -(-cfg.sft.steps // max(1, len(loader)))
     # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")

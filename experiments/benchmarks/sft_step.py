@@ -8,8 +8,9 @@ One batch of cold-start episodes from the demo train split (KG-R1's oracle, or
 KnowCoder-A1's scripted teacher, whose tool observations are long); each configuration
 runs ``repeats`` forward+backward+step passes after one warm-up; prints the median
 seconds per step and the speed-up over the baseline, measured side by side in one run.
-The last row repeats the fastest configuration in the other precision, so one run shows
-whether bf16 pays on this host (``bf16: auto`` decides it from the CPU's AMX support).
+The last rows repeat the fastest configuration in the other precision (and, where
+``bf16: auto`` chose float32, with bf16 autocast over float32 weights, as ``sft.bf16=true``
+trains), so one run shows whether bf16 pays on this host.
 """
 
 from __future__ import annotations
@@ -30,14 +31,19 @@ from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
 from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 
 
-def step_time(policy: CausalLMPolicy, batch: dict, skip_prompt: bool, masked: bool, repeats: int) -> float:
+PRECISION = {True: "bf16", False: "float32", "autocast": "bf16 autocast, float32 weights"}
+
+
+def step_time(policy: CausalLMPolicy, batch: dict, skip_prompt: bool, masked: bool, repeats: int,
+              autocast: bool = False) -> float:
     opt = torch.optim.AdamW(list(policy.parameters()), lr=1e-5)
     times = []
     for i in range(repeats + 1):
         t0 = time.perf_counter()
         start = first_loss_position(batch["loss_mask"]) if skip_prompt else 1
-        lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=start,
-                                      loss_mask=batch["loss_mask"] if masked else None)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):  # what sft.bf16=true does
+            lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=start,
+                                          loss_mask=batch["loss_mask"] if masked else None)
         loss = -(lp * batch["loss_mask"]).sum() / batch["loss_mask"].sum()
         opt.zero_grad()
         loss.backward()
@@ -71,16 +77,21 @@ def main() -> int:
     auto = bf16_is_fast()
     rows = []
     k = args.top_layers
-    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix, loss tokens only)
+    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix, loss tokens only);
+    # precision "autocast": float32 weights, bf16 autocast for the step alone (sft.bf16=true)
     configs = [(None, False, auto, False, False), (None, True, auto, False, False), (k, False, auto, False, False),
                (k, True, auto, False, False), (k, True, auto, True, False), (k, True, auto, True, True),
                (k, True, not auto, True, True)]
+    if not auto:
+        configs.append((k, True, "autocast", True, True))
     for top, skip, bf16, share, masked in configs:
-        policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=bf16)
+        policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top),
+                                                bf16=bf16 is True)
         policy.share_prefix = 32 if share else 0
         batch = collate(episodes(args.method, policy, args.batch), policy.tokenizer.pad_token_id, 1536)
-        rows.append((top, skip, bf16, share, masked, step_time(policy, batch, skip, masked, args.repeats),
-                     tuple(batch["input_ids"].shape), int(batch["loss_mask"].sum())))
+        t = step_time(policy, batch, skip, masked, args.repeats, autocast=bf16 == "autocast")
+        rows.append((top, skip, bf16, share, masked, t, tuple(batch["input_ids"].shape),
+                     int(batch["loss_mask"].sum())))
     base = rows[0][5]
     print(f"SmolLM2-135M + LoRA r16; {args.method} batch {rows[0][6]}, {rows[0][7]} loss tokens; "
           f"bf16 auto on this host: {auto}\n")
@@ -89,7 +100,7 @@ def main() -> int:
     for top, skip, bf16, share, masked, t, _, _ in rows:
         projected = "loss tokens" if masked else "from the first loss token" if skip else "every token"
         print(f"| {'all 30' if top is None else f'top {top}'} | {projected} | {'once' if share else 'per row'} | "
-              f"{'bf16' if bf16 else 'float32'} | {t:.2f} | {base / t:.2f}x |")
+              f"{PRECISION[bf16]} | {t:.2f} | {base / t:.2f}x |")
     return 0
 
 

@@ -70,15 +70,21 @@ class SFTLitModule(L.LightningModule):
             policy turn (:func:`turn_opening_weights`); weight 1 is the plain mean.
         lr_lambda: step → multiplier of ``lr``, applied every optimizer step (e.g.
             :func:`~kgreason.training.schedules.warmup_cosine`); ``None`` keeps it constant.
+        bf16: run the training passes under bf16 autocast even where the policy itself
+            runs in float32: the weights stay float32, so generation (rollouts,
+            evaluation) keeps its precision while SFT gets bf16's faster matrix products
+            on hosts that have them (docs/training.md has the measurements).
         hparams: more to save as hyper-parameters (the runner gives its whole config).
     """
 
     def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0,
                  opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0,
-                 lr_lambda: Callable[[int], float] | None = None, hparams: Mapping[str, Any] | None = None):
+                 lr_lambda: Callable[[int], float] | None = None, bf16: bool = False,
+                 hparams: Mapping[str, Any] | None = None):
         super().__init__()
         # given to every logger (hparams.yaml beside metrics.csv, TensorBoard, W&B config)
-        self.save_hyperparameters({"sft": {"lr": lr, "weight_decay": weight_decay}, **(hparams or {})})
+        self.save_hyperparameters({"sft": {"lr": lr, "weight_decay": weight_decay, "bf16": bf16}, **(hparams or {})})
+        self.bf16 = bf16
         self.policy = policy
         self.model = policy.model  # registered so Lightning moves and checkpoints it
         self.lr = lr
@@ -107,7 +113,8 @@ class SFTLitModule(L.LightningModule):
         weights = None
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
-        loss, per_sequence = _masked_nll(self.policy, batch, weights)
+        with torch.autocast(self.policy.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            loss, per_sequence = _masked_nll(self.policy, batch, weights)
         for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
             _remember(self._last_seen, sid, (self.global_step, v, 1))
         self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])

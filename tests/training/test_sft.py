@@ -92,3 +92,28 @@ def test_a_model_loaded_in_eval_mode_trains_in_train_mode(demo_oxigraph, recwarn
     trainer.fit(Probe(pol, lr=1e-3), loader)
     assert modes == [True]
     assert not [w for w in recwarn if "eval mode" in str(w.message)]
+
+
+def test_bf16_sft_multiplies_in_bf16_and_leaves_the_weights_float32(demo_oxigraph):
+    torch.manual_seed(0)
+    pol = CausalLMPolicy.tiny(seed=3)
+    assert not pol.bf16
+    qs = load_dataset("demo", split="train")[:8]
+    trajs = oracle_sft_trajectories(qs, lambda: make_env("kg_r1", demo_oxigraph, max_turns=10),
+                                    pol.chat_ids, pol.tokenizer)
+    batch = collate(trajs, pol.tokenizer.pad_token_id, max_len=512)
+    before = masked_nll(pol, batch).item()
+    seen: list[torch.dtype] = []
+    proj = pol.model.get_decoder().layers[0].mlp.down_proj
+    hook = proj.register_forward_hook(lambda mod, args, out: seen.append(out.dtype))
+    loader = DataLoader(trajs, batch_size=4, shuffle=True,
+                        collate_fn=functools.partial(collate, pad_id=pol.tokenizer.pad_token_id, max_len=512))
+    trainer = L.Trainer(max_steps=20, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(SFTLitModule(pol, lr=3e-3, bf16=True), loader)
+    assert len(seen) >= 20 and set(seen) == {torch.bfloat16}  # every training pass multiplied in bf16
+    masked_nll(pol, batch)  # outside training: the policy's own precision
+    hook.remove()
+    assert seen[-1] == torch.float32
+    assert all(p.dtype == torch.float32 for p in pol.model.parameters())
+    assert masked_nll(pol, batch).item() < 0.6 * before  # and it learned
