@@ -30,7 +30,6 @@ from kgreason.models.policy import first_loss_position
 from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
 from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 
-
 PRECISION = {True: "bf16", False: "float32", "autocast": "bf16 autocast, float32 weights"}
 
 
