@@ -104,6 +104,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     from hydra.utils import instantiate
     from torch.utils.data import DataLoader
 
+    from kgreason.models import resolve_bf16
     from kgreason.training import LengthGroupedBatches, SFTLitModule, annotate_sft_losses, collate
 
     trajs = p.cold_start(p.train, p.make_env, p.policy)
@@ -115,7 +116,11 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
-    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=cfg.sft.bf16, hparams=run_hparams(cfg))
+    # bf16 for the training passes where the host multiplies it faster; weights stay as they are
+    bf16 = not p.policy.bf16 and resolve_bf16(cfg.sft.bf16, p.policy.device, measure=True)
+    if bf16:
+        log.info("SFT under bf16 autocast (sft.bf16=%s); weights and generation stay float32", cfg.sft.bf16)
+    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=bf16, hparams=run_hparams(cfg))
     # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
     epochs = -(-cfg.sft.steps // max(1, len(loader)))
     # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")

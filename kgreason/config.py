@@ -73,8 +73,9 @@ def validate_config(cfg: DictConfig) -> None:
 
     Raises:
         ConfigError: an unknown ``stage``, a ``checkpoint``/``resume`` path that is not
-            a file, or a ``data.stratify`` that is not a question field; the message names
-            the bad value and the valid choices.
+            a file, a ``data.stratify`` that is not a question field, or an ``sft.bf16``
+            that is not true, false or auto; the message names the bad value and the
+            valid choices.
 
     >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
     Traceback (most recent call last):
@@ -100,6 +101,13 @@ def validate_config(cfg: DictConfig) -> None:
             check_stratify(by)
         except DatasetError as e:
             raise ConfigError(str(e)) from None
+    if (cfg.get("sft") or {}).get("bf16") is not None:  # otherwise found when SFT starts
+        from kgreason.models.precision import resolve_bf16
+
+        try:
+            resolve_bf16(cfg.sft.bf16)
+        except ValueError as e:
+            raise ConfigError(f"sft.{e}") from None
     check_compatible(cfg)
 
 

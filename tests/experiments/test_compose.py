@@ -137,6 +137,7 @@ def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph)
     ("checkpoint=/nonexistent/policy.pt", r"checkpoint='/nonexistent/policy.pt': no such file"),
     ("resume=/nonexistent/last.ckpt", r"resume='/nonexistent/last.ckpt': no such file"),
     ("data.stratify=hop", r"data.stratify='hop' is not a question field; choose one of id, .*hops.*\(did you mean 'hops'\?\)"),
+    ("sft.bf16=half", r"sft.bf16 must be true, false or 'auto', got 'half'"),
 ])
 def test_a_config_that_cannot_run_is_refused_before_anything_loads(override, message):
     cfg = compose_config(["method=kg_r1", "preset=smoke", override])
