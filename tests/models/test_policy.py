@@ -142,11 +142,21 @@ def _logprobs_and_grads(pol: CausalLMPolicy, ids, attn, from_pos: int, loss_mask
     return lp.detach(), ent.detach(), [p.grad.clone() for p in params]
 
 
+def _shared_prompt(pol: CausalLMPolicy) -> list[int]:
+    """A chat prompt long enough for the shared-prefix pass (≥ 40 tokens)."""
+    return pol.chat_ids([{"role": "system", "content": "shared instructions " * 12}, {"role": "user", "content": "q"}])
+
+
+def _right_padded(rows: list[list[int]]) -> torch.Tensor:
+    """``rows`` as one tensor, each filled with 0 on the right to the longest."""
+    width = max(map(len, rows))
+    return torch.tensor([r + [0] * (width - len(r)) for r in rows])
+
+
 def _two_turn_batch(pol: CausalLMPolicy):
     """Three padded rows sharing a long prompt; each has two policy turns around an
     observation (the loss mask marks the turns)."""
-    prefix = pol.chat_ids([{"role": "system", "content": "shared instructions " * 12},
-                           {"role": "user", "content": "q"}])
+    prefix = _shared_prompt(pol)
     rows, masks = [], []
     for turn, obs, turn2 in (("alpha beta", "seen seen seen", "gamma"), ("one", "an observation here", "two three"),
                              ("x y z", "o", "w v u t")):
@@ -154,11 +164,8 @@ def _two_turn_batch(pol: CausalLMPolicy):
                  (pol.tokenizer.encode(turn2), 1)]
         rows.append([t for p, _ in parts for t in p])
         masks.append([m for p, m in parts for _ in p])
-    width = max(map(len, rows))
-    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
-    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    loss_mask = torch.tensor([m + [0] * (width - len(m)) for m in masks])
-    return ids, attn, loss_mask, len(prefix)
+    ids, attn = _right_padded(rows), _right_padded([[1] * len(r) for r in rows])
+    return ids, attn, _right_padded(masks), len(prefix)
 
 
 @pytest.mark.parametrize("share", [0, 8])
@@ -207,12 +214,9 @@ def test_a_model_whose_logits_are_transformed_keeps_the_full_forward_pass():
 
 def test_shared_prefix_pass_gives_the_same_logprobs_entropy_and_gradients():
     pol = _adapted_tiny(seed=3)
-    prefix = pol.chat_ids([{"role": "system", "content": "shared instructions " * 12},
-                           {"role": "user", "content": "q"}])
+    prefix = _shared_prompt(pol)
     rows = [prefix + pol.tokenizer.encode(t) for t in ("alpha beta gamma delta", "one two", "x y z w v u")]
-    width = max(map(len, rows))
-    ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
-    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    ids, attn = _right_padded(rows), _right_padded([[1] * len(r) for r in rows])
     from_pos = len(prefix) + 1
     pol.share_prefix = 0
     plain = _logprobs_and_grads(pol, ids, attn, from_pos)
