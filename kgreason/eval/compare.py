@@ -1,11 +1,13 @@
 """Compare evaluation runs question type by question type.
 
     python -m kgreason.eval.compare kg_r1=RUN_A/eval_trained.jsonl isp_dtpo=RUN_B/eval_trained.jsonl \\
-        [--groups 2-hop,cvt,superlative] [--metric f1]
+        [--groups 2-hop,cvt,superlative] [--metric f1] [--by qtype|level|hops] [--plot FIG.png]
 
-Each run's ``eval_<tag>.jsonl`` holds one row per question (``qtype``, ``level`` and the
-metrics). Only questions present in every run are compared, so two runs on different
-subsets are never set side by side silently; the table says how many were shared.
+Each run's ``eval_<tag>.jsonl`` holds one row per question (``qtype``, ``level``, ``hops``
+and the metrics). Only questions present in every run are compared, so two runs on
+different subsets are never set side by side silently; the table says how many were
+shared. ``--plot`` draws the table as one line per group across the runs in the order
+given, e.g. a held-out curve over a run's checkpoints (needs the ``runner`` extra).
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from kgreason.errors import KGReasonError
+
+#: the row fields a comparison can group by
+GROUP_BY = ("qtype", "level", "hops")
 
 
 def load_rows(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -65,12 +72,52 @@ def markdown(table: Sequence[Mapping[str, Any]], runs: Sequence[str], metric: st
     return "\n".join(lines)
 
 
+def plot(table: Sequence[Mapping[str, Any]], runs: Sequence[str], path: str | Path, metric: str = "f1",
+         title: str | None = None) -> Path:
+    """Draw the :func:`compare` rows as one line per group across ``runs`` (x axis, in order).
+
+    Args:
+        table: :func:`compare` rows.
+        runs: the run names, in the order the x axis shows them (e.g. checkpoints by step).
+        path: the PNG to write.
+        metric: the y axis label.
+        title: the figure title.
+
+    Raises:
+        KGReasonError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise KGReasonError("--plot needs matplotlib: pip install 'kgreason[runner]'") from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.6 * len(runs) + 3, 3.6))
+    for row in table:
+        ax.plot(range(len(runs)), [row[r] for r in runs], marker="o",
+                lw=2.5 if row["group"] == "all" else 1.2, label=f"{row['group']} (n={row['n']})")
+    ax.set_xticks(range(len(runs)), list(runs))
+    ax.set_ylabel(metric)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="NAME=path/to/eval_<tag>.jsonl")
     ap.add_argument("--metric", default="f1")
-    ap.add_argument("--by", default="qtype", choices=["qtype", "level"])
+    ap.add_argument("--by", default="qtype", choices=GROUP_BY)
     ap.add_argument("--groups", default=None, help="comma-separated groups (default: every group)")
+    ap.add_argument("--plot", default=None, metavar="PNG", help="also draw the table: a line per group across the runs")
     args = ap.parse_args(argv)
     runs: dict[str, dict[str, dict[str, Any]]] = {}
     for spec in args.runs:
@@ -79,7 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"expected NAME=path, got {spec!r}")
         runs[name] = load_rows(path)
     groups = args.groups.split(",") if args.groups else None
-    print(markdown(compare(runs, args.metric, args.by, groups), list(runs), args.metric))
+    table = compare(runs, args.metric, args.by, groups)
+    print(markdown(table, list(runs), args.metric))
+    if args.plot:
+        print(f"figure: {plot(table, list(runs), args.plot, args.metric)}")
     return 0
 
 

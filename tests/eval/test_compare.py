@@ -33,3 +33,33 @@ def test_disjoint_runs_are_an_error(tmp_path):
     b = write(tmp_path / "b.jsonl", [{"id": "2", "qtype": "x", "f1": 1.0}])
     with pytest.raises(ValueError, match="share no question"):
         compare({"a": load_rows(a), "b": load_rows(b)})
+
+
+def test_by_hops_and_the_curve_across_runs(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    rows = [{"id": "1", "hops": 1, "hit1": 1.0}, {"id": "2", "hops": 2, "hit1": 0.0}, {"id": "3", "hops": 2, "hit1": 0.0}]
+    later = [{**r, "hit1": 1.0} if r["id"] == "2" else r for r in rows]
+    a, b = write(tmp_path / "a.jsonl", rows), write(tmp_path / "b.jsonl", later)
+    fig = tmp_path / "curve.png"
+    assert main([f"step0={a}", f"step10={b}", "--by", "hops", "--metric", "hit1", "--plot", str(fig)]) == 0
+    out = capsys.readouterr().out
+    assert "| 2 | 2 | 0.000 | 0.500 |" in out and "| 1 | 1 | 1.000 | 1.000 |" in out
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 5000
+
+
+def test_plot_names_the_missing_extra(monkeypatch, tmp_path):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *a, **k):
+        if name == "matplotlib":
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    from kgreason.errors import KGReasonError
+    from kgreason.eval.compare import plot
+
+    with pytest.raises(KGReasonError, match=r"kgreason\[runner\]"):
+        plot([{"group": "all", "n": 1, "a": 1.0}], ["a"], tmp_path / "x.png")
