@@ -149,6 +149,9 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
     module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"),
                          hparams=run_hparams(cfg))
+    if module.bf16:
+        log.info("RL updates under bf16 autocast (objective.bf16=%s); weights and rollouts stay float32",
+                 cfg.objective.bf16)
     if start:
         # what the killed run wrote after its checkpoint is redone now: drop it first
         n = drop_jsonl_rows(out / "trajectories.jsonl",

@@ -74,8 +74,8 @@ def validate_config(cfg: DictConfig) -> None:
     Raises:
         ConfigError: an unknown ``stage``, a ``checkpoint``/``resume`` path that is not
             a file, a ``data.stratify`` that is not a question field, or an ``sft.bf16``
-            that is not true, false or auto; the message names the bad value and the
-            valid choices.
+            or ``objective.bf16`` that is not true, false or auto; the message names the
+            bad value and the valid choices.
 
     >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
     Traceback (most recent call last):
@@ -101,13 +101,14 @@ def validate_config(cfg: DictConfig) -> None:
             check_stratify(by)
         except DatasetError as e:
             raise ConfigError(str(e)) from None
-    if (cfg.get("sft") or {}).get("bf16") is not None:  # otherwise found when SFT starts
-        from kgreason.models.precision import resolve_bf16
+    for group in ("sft", "objective"):  # otherwise found when that stage starts
+        if (cfg.get(group) or {}).get("bf16") is not None:
+            from kgreason.models.precision import resolve_bf16
 
-        try:
-            resolve_bf16(cfg.sft.bf16)
-        except ValueError as e:
-            raise ConfigError(f"sft.{e}") from None
+            try:
+                resolve_bf16(cfg[group].bf16)
+            except ValueError as e:
+                raise ConfigError(f"{group}.{e}") from None
     check_compatible(cfg)
 
 

@@ -1,6 +1,6 @@
 """One LoRA GRPO update of SmolLM2 (16 × 768 tokens): kgreason vs TRL's GRPOTrainer.
 
-    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4] [--side both|kgreason|trl]
+    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4] [--side both|precision|...]
 
 Both sides do the same work on the same model (bf16 base weights, LoRA r=16 on the
 attention projections of every layer, bf16 autocast), the same random token batch and
@@ -10,6 +10,10 @@ reference log-probs (adapters disabled), then one clipped-surrogate step with k3
 ``GRPOTrainer``'s own log-prob and loss code on these tensors, so generation is left out
 on both sides. Each side runs in its own child process, so each peak RSS (``ru_maxrss``)
 is its own. TRL is only needed here: ``pip install -e '.[bench]'``.
+
+``--side precision`` runs kgreason's update twice instead, float32 weights both times:
+in float32, and under bf16 autocast (``objective.bf16=true``: the RL stage's log-prob
+passes and updates in bf16, rollouts in float32).
 """
 
 from __future__ import annotations
@@ -40,24 +44,29 @@ def batch(seqs: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tenso
 
 
 def run_kgreason(args: argparse.Namespace) -> float:
+    import contextlib
+
     from kgreason.models import CausalLMPolicy
     from kgreason.rl import policy_loss
 
-    policy = CausalLMPolicy.from_pretrained()
+    policy = CausalLMPolicy.from_pretrained(**({"bf16": False} if args.side.startswith("kgreason-") else {}))
+    amp = (torch.autocast("cpu", dtype=torch.bfloat16) if args.side == "kgreason-bf16-autocast"
+           else contextlib.nullcontext())
     ids, mask, adv, start = batch(args.seqs, args.len, len(policy.tokenizer))
     attn = torch.ones_like(ids)
     adv = adv[:, None].expand(-1, args.len)
     params = [p for p in policy.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=LR)
     t0 = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), amp:
         old = torch.cat([policy.token_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)[0]
                          for i in range(0, args.seqs, args.mini)])
         ref = torch.cat([policy.reference_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)
                          for i in range(0, args.seqs, args.mini)])
     for i in range(0, args.seqs, args.mini):
         sl = slice(i, i + args.mini)
-        lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start)
+        with amp:
+            lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start)
         loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=BETA, entropy=ent)
         opt.zero_grad()
         loss.backward()
@@ -130,22 +139,24 @@ def main() -> int:
     ap.add_argument("--seqs", type=int, default=16)
     ap.add_argument("--len", type=int, default=768)
     ap.add_argument("--mini", type=int, default=4)
-    ap.add_argument("--side", choices=["both", "kgreason", "trl"], default="both")
+    ap.add_argument("--side", default="both",
+                    choices=["both", "precision", "kgreason", "trl", "kgreason-float32", "kgreason-bf16-autocast"])
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.manual_seed(0)
-    if args.side != "both":
-        secs = (run_kgreason if args.side == "kgreason" else run_trl)(args)
+    if args.side not in ("both", "precision"):
+        secs = (run_trl if args.side == "trl" else run_kgreason)(args)
         res = {"side": args.side, "seconds": secs, "tokens_per_s": args.seqs * args.len / secs,
                "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2}
         print(json.dumps(res) if args.json else res)
         return 0
-    rows = [child("kgreason", args), child("trl", args)]
+    sides = ["kgreason", "trl"] if args.side == "both" else ["kgreason-bf16-autocast", "kgreason-float32"]
+    rows = [child(side, args) for side in sides]
     print(f"LoRA GRPO update, SmolLM2-135M, {args.seqs} x {args.len} tokens, mini-batches of {args.mini}")
     print("| implementation | seconds | training tokens/s | peak RSS GB |\n|---|---|---|---|")
     for r in rows:
         print(f"| {r['side']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {r['rss_gb']:.2f} |")
-    print(f"ratio (kgreason / TRL tokens/s): {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.2f}x")
+    print(f"ratio ({sides[0]} / {sides[1]} tokens/s): {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.2f}x")
     return 0
 
 

@@ -138,6 +138,7 @@ def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph)
     ("resume=/nonexistent/last.ckpt", r"resume='/nonexistent/last.ckpt': no such file"),
     ("data.stratify=hop", r"data.stratify='hop' is not a question field; choose one of id, .*hops.*\(did you mean 'hops'\?\)"),
     ("sft.bf16=half", r"sft.bf16 must be true, false or 'auto', got 'half'"),
+    ("objective.bf16=fp16", r"objective.bf16 must be true, false or 'auto', got 'fp16'"),
 ])
 def test_a_config_that_cannot_run_is_refused_before_anything_loads(override, message):
     cfg = compose_config(["method=kg_r1", "preset=smoke", override])

@@ -52,3 +52,40 @@ def test_rl_module_rejects_a_source_without_collect(demo_oxigraph):
     with pytest.raises(TypeError, match="collect"):
         RLLitModule(pol, MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids),  # a rollout, not a source
                     lambda: make_env("kg_r1", demo_oxigraph))
+
+
+def test_bf16_rl_autocasts_the_training_passes_not_the_rollouts(demo_oxigraph):
+    torch.manual_seed(0)
+    pol = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    before = {n: p.detach().clone() for n, p in pol.model.named_parameters() if p.requires_grad}
+    ro = MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids, max_new_tokens=12)
+    source = LinearExperience(ro, rewards.get("kg_r1"), n_rollouts=2)
+    module = RLLitModule(pol, source, lambda: make_env("kg_r1", demo_oxigraph, max_turns=2),
+                         RLConfig(mini_batch_size=2, lr=1e-2, kl_coef=0.01, iterations=1, bf16=True))
+    assert module.bf16 and not pol.bf16
+    phase = ["train"]
+    seen: list[tuple[str, torch.dtype]] = []
+    collect = source.collect
+
+    def collect_marked(*args, **kw):  # the rollouts' passes are marked, everything after is training
+        phase[0] = "rollout"
+        try:
+            return collect(*args, **kw)
+        finally:
+            phase[0] = "train"
+
+    source.collect = collect_marked
+    proj = pol.model.get_decoder().layers[0].mlp.down_proj
+    hook = proj.register_forward_hook(lambda mod, args, out: seen.append((phase[0], out.dtype)))
+    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(module, DataLoader(PromptStream(load_dataset("demo", split="train")[:4], batch_size=2),
+                                   batch_size=None))
+    hook.remove()
+    rollout = {d for p, d in seen if p == "rollout"}
+    training = [d for p, d in seen if p == "train"]
+    assert rollout == {torch.float32}
+    # old and reference log-probs (2 chunks each) and 2 updates, all in bf16
+    assert len(training) >= 6 and set(training) == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in pol.model.parameters())
+    assert any(not torch.equal(p, before[n]) for n, p in pol.model.named_parameters() if p.requires_grad)
