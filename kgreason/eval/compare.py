@@ -35,6 +35,12 @@ def load_rows(path: str | Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def _group(row: Mapping[str, Any], by: str) -> str:
+    """A row's group name: its ``by`` field (hop counts read ``2-hop``)."""
+    value = row.get(by)
+    return f"{value}-hop" if by == "hops" else str(value)
+
+
 def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "f1", by: str = "qtype",
             groups: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Mean ``metric`` per group for each run, over the questions all runs share.
@@ -52,10 +58,10 @@ def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "
     if not shared:
         raise ValueError("the runs share no question id: were they evaluated on the same split and seed?")
     first = next(iter(runs.values()))
-    names = sorted({str(first[q].get(by)) for q in shared}) if groups is None else list(groups)
+    names = sorted({_group(first[q], by) for q in shared}) if groups is None else list(groups)
     out = []
     for g in ["all", *names]:
-        ids = sorted(q for q in shared if g == "all" or str(first[q].get(by)).lower() == g.lower())
+        ids = sorted(q for q in shared if g == "all" or _group(first[q], by).lower() == g.lower())
         row: dict[str, Any] = {"group": g, "n": len(ids)}
         for name, rows in runs.items():
             row[name] = sum(float(rows[q][metric]) for q in ids) / len(ids) if ids else float("nan")

@@ -43,7 +43,7 @@ def test_by_hops_and_the_curve_across_runs(tmp_path, capsys):
     fig = tmp_path / "curve.png"
     assert main([f"step0={a}", f"step10={b}", "--by", "hops", "--metric", "hit1", "--plot", str(fig)]) == 0
     out = capsys.readouterr().out
-    assert "| 2 | 2 | 0.000 | 0.500 |" in out and "| 1 | 1 | 1.000 | 1.000 |" in out
+    assert "| 2-hop | 2 | 0.000 | 0.500 |" in out and "| 1-hop | 1 | 1.000 | 1.000 |" in out
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 5000
 
 
