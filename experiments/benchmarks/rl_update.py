@@ -44,14 +44,12 @@ def batch(seqs: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tenso
 
 
 def run_kgreason(args: argparse.Namespace) -> float:
-    import contextlib
-
     from kgreason.models import CausalLMPolicy
     from kgreason.rl import policy_loss
 
-    policy = CausalLMPolicy.from_pretrained(**({"bf16": False} if args.side.startswith("kgreason-") else {}))
-    amp = (torch.autocast("cpu", dtype=torch.bfloat16) if args.side == "kgreason-bf16-autocast"
-           else contextlib.nullcontext())
+    # the precision sides keep float32 weights; the TRL comparison keeps the host's choice
+    policy = CausalLMPolicy.from_pretrained(bf16=False if args.side.startswith("kgreason-") else "auto")
+    amp = policy.autocast(args.side == "kgreason-bf16-autocast")
     ids, mask, adv, start = batch(args.seqs, args.len, len(policy.tokenizer))
     attn = torch.ones_like(ids)
     adv = adv[:, None].expand(-1, args.len)

@@ -150,8 +150,11 @@ class CausalLMPolicy:
         ids = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
-    def autocast(self) -> contextlib.AbstractContextManager:
-        if not self.bf16:
+    def autocast(self, enabled: bool | None = None) -> contextlib.AbstractContextManager:
+        """bf16 autocast where this policy runs bf16 (``enabled=None``), or as ``enabled``
+        says for one block: the training passes of ``sft.bf16`` / ``objective.bf16`` over
+        float32 weights."""
+        if not (self.bf16 if enabled is None else enabled):
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=torch.bfloat16)
 

@@ -235,7 +235,7 @@ class RLLitModule(L.LightningModule):
         data = None
         if kept.samples:
             data = self.make_batch(kept)
-            with torch.no_grad(), self._autocast():
+            with torch.no_grad(), self.policy.autocast(self.bf16):
                 if not self.cfg.on_policy:
                     data["old_logp"] = self._logp_chunks(data, self.policy.token_logprobs)
                 if self.cfg.kl_coef:
@@ -322,7 +322,7 @@ class RLLitModule(L.LightningModule):
                     loss, m = sum(p.sum() for p in self.policy.parameters()) * 0.0, {}
                 else:
                     # entropy is always logged; it needs a graph only when it is in the loss
-                    with self._autocast():
+                    with self.policy.autocast(self.bf16):
                         logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"],
                                                                with_entropy=True, entropy_grad=cfg.entropy_coef > 0,
                                                                from_pos=first_loss_position(mb["loss_mask"]),
@@ -343,9 +343,6 @@ class RLLitModule(L.LightningModule):
                 for k, v in m.items():
                     agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
-
-    def _autocast(self) -> torch.autocast:
-        return torch.autocast(self.policy.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
     def _reduce(self, value: float, op: str) -> float:
         return float(self.trainer.strategy.reduce(torch.tensor(float(value)), reduce_op=op))

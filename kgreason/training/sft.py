@@ -113,7 +113,7 @@ class SFTLitModule(L.LightningModule):
         weights = None
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
-        with torch.autocast(self.policy.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+        with self.policy.autocast(self.bf16):
             loss, per_sequence = _masked_nll(self.policy, batch, weights)
         for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
             _remember(self._last_seen, sid, (self.global_step, v, 1))
