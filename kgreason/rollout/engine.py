@@ -162,14 +162,22 @@ class HFEngine(Engine):
             finished from the batch between rounds (0: one ``generate`` call to the end).
             A lock-step batch otherwise decodes every row until its longest one stops; a
             decoding step costs roughly ``a + b · rows`` on a CPU, so the stragglers of a
-            turn run at the speed of a small batch (``experiments/benchmarks/compaction.py``).
+            turn run at the speed of a small batch (``experiments/benchmarks/engine_settings.py``).
             The dropped rows' keys and values are set aside and returned to the kept cache.
+        bucket_prefill: encode a batch's new tokens (first prompts, then each turn's
+            observations) in buckets of rows of similar length instead of one batch padded
+            to its longest row. A CPU prefill is compute-bound, so its cost is the padded
+            token count; the observations of one lock-step turn differ in length several
+            times over (half of a KG-Reasoner demo evaluation's prefill was padding). Same
+            tokens up to float rounding; False is for comparison
+            (``experiments/benchmarks/engine_settings.py --vary bucket_prefill=false,true``).
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                  batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True,
-                 growing_cache: bool = True, compact_every: int = 32):
+                 growing_cache: bool = True, compact_every: int = 32, bucket_prefill: bool = True):
         self.policy = policy
+        self.bucket_prefill = bucket_prefill
         self.compact_every = compact_every
         self.growing_cache = growing_cache
         self.share_prefix = share_prefix
@@ -226,6 +234,8 @@ class HFEngine(Engine):
                     model(input_ids=ids[:1, :shared].to(device), past_key_values=cache, use_cache=True)
                     cache.batch_repeat_interleave(len(prompts))
             self._kept = None  # its cache is consumed (extended in place) by this call
+            if self.bucket_prefill:
+                prefill_in_buckets(model, ids, mask, cache, device)
             run = _Rounds(ids, mask, cache, stop, tok, keep)
             while run.active:
                 budget = max_new_tokens - run.decoded
@@ -311,6 +321,91 @@ class HFEngine(Engine):
         new_ids, new_mask = pad_batch(rest, pad)
         return (torch.cat([kept.ids[index], new_ids], dim=1),
                 torch.cat([kept.mask[index], new_mask], dim=1), cache)
+
+
+#: the fixed cost of one forward pass in prompt tokens' worth of compute: SmolLM2-135M
+#: encodes ≈ 400 prompt tokens a second on 2 CPU cores and spends ≈ 70 ms on a one-token
+#: step (experiments/benchmarks/rollout_speed.py), so a bucket must save ≈ 32 padded tokens
+PREFILL_CALL_COST = 32
+
+
+def prefill_buckets(lengths: Sequence[int], call_cost: int = PREFILL_CALL_COST) -> list[list[int]]:
+    """Rows grouped so that encoding each group padded to its longest row costs least.
+
+    The cost of a group is ``len(group) * max length + call_cost``; the groups are
+    contiguous in length order (an optimal partition always is), found by dynamic
+    programming. Rows of length 0 need no encoding and are left out.
+
+    >>> prefill_buckets([300, 20, 290, 25, 0])
+    [[0, 2], [3, 1]]
+    >>> prefill_buckets([30, 28, 31])  # splitting would save less than a call costs
+    [[2, 0, 1]]
+    """
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: -lengths[i])
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: cheapest cover of the j longest rows
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):  # the last group is order[i:j], its longest row order[i]
+            cost = best[i] + (j - i) * lengths[order[i]] + call_cost
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], n
+    while j > 0:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
+
+
+@torch.no_grad()
+def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any, device: torch.device) -> bool:
+    """Encode every uncached column of a left-padded batch but the last into ``cache``,
+    bucket by bucket (:func:`prefill_buckets`), so that ``generate`` only encodes the last
+    column. Does nothing (returns False) when one padded batch is as cheap.
+
+    Each row's new tokens end at the right edge, after the columns ``cache`` holds; a
+    bucket ``[r]`` of longest length ``w`` encodes columns ``[end - w, end)`` of its rows
+    against their cached keys, zeros standing in for the columns between (masked: they
+    are padding for every row of the bucket). Positions come from the attention mask as
+    in ``generate``, so the keys written are the ones one padded batch would write.
+
+    Shapes: ``ids`` and ``mask`` ``[B, T]``; ``cache`` holds ``[B, H, C, D]`` per layer
+    (``C`` may be 0) and holds ``[B, H, T - 1, D]`` afterwards.
+    """
+    from transformers import DynamicCache
+
+    done = cache.get_seq_length()
+    end = ids.shape[1] - 1  # generate encodes the last column itself: it needs its logits
+    todo = mask[:, done:end].sum(1).tolist()
+    groups = prefill_buckets(todo)
+    if len(groups) <= 1:
+        return False
+    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    new_k: list[torch.Tensor] = []
+    new_v: list[torch.Tensor] = []
+    for rows in groups:
+        start = end - todo[rows[0]]
+        r = torch.tensor(rows)
+        sub = DynamicCache()
+        if start > 0:  # the bucket's rows' cached keys, then zeros for the columns between
+            cached = [(lay.keys, lay.values) for lay in cache.layers] if done else list(zip(new_k, new_v, strict=True))
+            for j, (keys, values) in enumerate(cached):
+                k, v = keys[r.to(keys.device), :, :done], values[r.to(keys.device), :, :done]
+                gap = (*k.shape[:2], start - done, k.shape[-1])
+                sub.update(torch.cat([k, k.new_zeros(gap)], 2), torch.cat([v, v.new_zeros(gap)], 2), j)
+        model(input_ids=ids[r, start:end].to(device), attention_mask=mask[r, :end].to(device),
+              position_ids=positions[r, start:end].to(device), past_key_values=sub, use_cache=True)
+        for j, lay in enumerate(sub.layers):
+            k, v = lay.keys[:, :, start:], lay.values[:, :, start:]
+            if len(new_k) <= j:
+                shape = (ids.shape[0], k.shape[1], end - done, k.shape[-1])
+                new_k.append(k.new_zeros(shape))
+                new_v.append(v.new_zeros(shape))
+            new_k[j][r.to(k.device), :, start - done:] = k
+            new_v[j][r.to(v.device), :, start - done:] = v
+    for j in range(len(new_k)):
+        cache.update(new_k[j], new_v[j], j)
+    return True
 
 
 def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:

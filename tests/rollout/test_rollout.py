@@ -276,6 +276,51 @@ def test_kept_cache_of_rows_that_left_early_continues_exactly(smollm2_play):
     pairs = list(zip(ps, first, strict=True))
     assert sum(len(p) + len(g.token_ids) - 1 for p, g in pairs) <= warm.reused_tokens <= sum(
         len(p) + len(g.token_ids) for p, g in pairs)
-    cold = HFEngine(policy, reuse_cache=False, compact_every=0).generate(nxt, stop=STOPS, max_new_tokens=24,
-                                                                          greedy=True)
+    cold = HFEngine(policy, reuse_cache=False, compact_every=0, bucket_prefill=False).generate(
+        nxt, stop=STOPS, max_new_tokens=24, greedy=True)
     assert [g.token_ids for g in again] == [g.token_ids for g in cold]
+
+
+def _encoded_tokens(policy) -> tuple[list[int], object]:
+    """Count the token positions (padding included) every forward pass of ``policy.model``
+    encodes: a CPU prefill costs that many."""
+    seen: list[int] = []
+
+    def hook(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        seen.append(ids.numel())
+
+    model = policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
+    return seen, model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+def test_bucketed_prefill_decodes_the_same_tokens_and_encodes_less_padding(smollm2_play):
+    # A lock-step turn's observations differ in length several times over: one row gets
+    # a long reply, the others short ones. Encoding them in buckets of similar length must
+    # give exactly the tokens one padded batch gives, for first prompts and for turns
+    # continued from the kept cache, with fewer positions encoded.
+    policy = smollm2_play.policy
+    ps = [policy.chat_ids([{"role": "user", "content": q + " Explain." * (20 if i == 3 else 0)}])
+          for i, q in enumerate(QUESTIONS)]
+    obs = policy.tokenizer(" Go on.", add_special_tokens=False)["input_ids"]
+    runs = {}
+    for bucket in (False, True):
+        seen, handle = _encoded_tokens(policy)
+        try:
+            eng = HFEngine(policy, bucket_prefill=bucket, compact_every=4)
+            first = eng.generate(ps, stop=STOPS, max_new_tokens=16, greedy=True)
+            nxt = [p + g.token_ids + obs * (30 if i == 0 else 1) for i, (p, g) in enumerate(zip(ps, first, strict=True))]
+            again = eng.generate(nxt, stop=STOPS, max_new_tokens=16, greedy=True)
+        finally:
+            handle.remove()
+        runs[bucket] = ([g.token_ids for g in first], [g.token_ids for g in again], sum(seen))
+    assert runs[True][:2] == runs[False][:2]
+    assert runs[True][2] < 0.7 * runs[False][2]
+
+
+def test_bucketed_prefill_without_a_cached_prefix_matches_one_by_one(tiny):
+    # no shared prefix (share_prefix=0): the buckets start from an empty cache
+    ps = prompts(tiny, 1) + [tiny.chat_ids([{"role": "user", "content": "long " * 60}])] + prompts(tiny, 3)[1:]
+    bucketed = HFEngine(tiny, share_prefix=0).generate(ps, max_new_tokens=8, greedy=True)
+    single = [HFEngine(tiny, share_prefix=0).generate([p], max_new_tokens=8, greedy=True)[0] for p in ps]
+    assert [g.token_ids for g in bucketed] == [g.token_ids for g in single]
