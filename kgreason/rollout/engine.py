@@ -168,7 +168,7 @@ class HFEngine(Engine):
             observations) in buckets of rows of similar length instead of one batch padded
             to its longest row. A CPU prefill is compute-bound, so its cost is the padded
             token count; the observations of one lock-step turn differ in length several
-            times over (half of a KG-Reasoner demo evaluation's prefill was padding). Same
+            times over (42 % of the positions a KG-Reasoner demo evaluation encoded were padding). Same
             tokens up to float rounding; False is for comparison
             (``experiments/benchmarks/engine_settings.py --vary bucket_prefill=false,true``).
     """
