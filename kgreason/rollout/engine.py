@@ -168,8 +168,8 @@ class HFEngine(Engine):
             observations) in buckets of rows of similar length instead of one batch padded
             to its longest row. A CPU prefill is compute-bound, so its cost is the padded
             token count; the observations of one lock-step turn differ in length several
-            times over (42 % of the positions a KG-Reasoner demo evaluation encoded were padding). Same
-            tokens up to float rounding; False is for comparison
+            times over (42 % of the positions a KG-Reasoner demo evaluation encoded were
+            padding). Same tokens up to float rounding; False is for comparison
             (``experiments/benchmarks/engine_settings.py --vary bucket_prefill=false,true``).
     """
 
@@ -358,10 +358,10 @@ def prefill_buckets(lengths: Sequence[int], call_cost: int = PREFILL_CALL_COST) 
 
 
 @torch.no_grad()
-def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any, device: torch.device) -> bool:
+def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any, device: torch.device) -> None:
     """Encode every uncached column of a left-padded batch but the last into ``cache``,
     bucket by bucket (:func:`prefill_buckets`), so that ``generate`` only encodes the last
-    column. Does nothing (returns False) when one padded batch is as cheap.
+    column. Does nothing when one padded batch is as cheap (``generate`` encodes it).
 
     Each row's new tokens end at the right edge, after the columns ``cache`` holds; a
     bucket ``[r]`` of longest length ``w`` encodes columns ``[end - w, end)`` of its rows
@@ -379,7 +379,7 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
     todo = mask[:, done:end].sum(1).tolist()
     groups = prefill_buckets(todo)
     if len(groups) <= 1:
-        return False
+        return
     positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
     new_k: list[torch.Tensor] = []
     new_v: list[torch.Tensor] = []
@@ -405,7 +405,6 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
             new_v[j][r.to(v.device), :, start - done:] = v
     for j in range(len(new_k)):
         cache.update(new_k[j], new_v[j], j)
-    return True
 
 
 def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
