@@ -2,14 +2,16 @@
 
 The paper has Qwen-2.5-72B write the reasoning around the reference actions (paper 000
 §IV-B); no such model runs here, so this teacher reads the reference the environment
-shows it (:attr:`KGEnv.reference`) and writes a short reason before each action. It
-explores the way a model leaning on the relation gate would: with some probability it
-writes a relation by its last word only (``capital`` for ``location.country.capital``)
-or the wrong way round, and lets RRCG snap or turn it (the note stays in the episode);
-the filter keeps what still ends right. Without a reference (standard rejection
-sampling, Table VII's baseline) it can only do what the question and the gate give it:
-from the first candidate entity, it proposes the question's words as a relation, takes
-what the gate selects, and answers with the results.
+shows it (:attr:`KGEnv.reference`) and writes a short reason before each action; the
+first reason also names the steps after it ("... I follow directed by from it. Then I
+follow place of birth."), as a teacher planning from the reference would. It explores
+the way a model leaning on the relation gate would: with some probability it writes a
+relation by its last word only (``capital`` for ``location.country.capital``) or the
+wrong way round, and lets RRCG snap or turn it (the note stays in the episode); the
+filter keeps what still ends right. Without a reference (standard rejection sampling,
+Table VII's baseline) it can only do what the question and the gate give it: from the
+first candidate entity, it proposes the question's words as a relation, takes what the
+gate selects, and answers with the results.
 """
 
 from __future__ import annotations
@@ -36,10 +38,16 @@ def _words(rel: str) -> str:
     return verbalize_relation(rel).split(" ", 2)[-1] if rel.count(".") >= 2 else verbalize_relation(rel)
 
 
-def _split(args: str) -> list[str]:
-    from kgreason.envs.kbqa_r1 import _split_top
+def _rel_words(arg: str) -> str:
+    """A relation argument in words, its direction dropped: ``(R a.b.place_of_birth)`` → ``place of birth``."""
+    rel = relation_arg(arg)
+    plain = rel[1] if isinstance(rel, list) else rel
+    return _words(plain if isinstance(plain, str) else to_text(plain))
 
-    return _split_top(args)
+
+def _attr_words(arg: str) -> str:
+    """The last relation of an attribute argument in words."""
+    return _words(to_text(relation_arg(arg)).split()[-1].strip(")"))
 
 
 class ScriptedKBQAR1Teacher:
@@ -84,7 +92,10 @@ class ScriptedKBQAR1Teacher:
         if (self.p_probe and plan[0][0] == "Find_relation" and len(plan) + 2 <= env.max_turns
                 and rng.random() < self.p_probe):
             shift, why = self._probe(env, sample, split_action_args(plan[0][1]))
-        for name, args in plan:
+        # the first thought names the steps after it: a small policy that answers as soon as an
+        # expression has results otherwise stops two-hop questions after the first hop
+        later = [self._step(n, split_action_args(a)) for n, a in plan[1:]]
+        for i, (name, args) in enumerate(plan):
             if env.done:
                 return
             if shift:  # the probe opened an expression of its own: every later number moves up
@@ -92,6 +103,8 @@ class ScriptedKBQAR1Teacher:
             parts = split_action_args(args)
             written = self._explore(name, parts, rng)
             thought = self._thought(name, parts, names, sample.question)
+            if i == 0 and later:
+                thought += f" Then I {', then '.join(later)}."
             if why:
                 thought, why = f"{why} {thought}", ""
             r = env.step(f"<think>{thought}</think>\n<action>{name}({', '.join(written)})</action>")
@@ -162,9 +175,7 @@ class ScriptedKBQAR1Teacher:
     @staticmethod
     def _thought(name: str, parts: list[str], names: dict[str, str], question: str) -> str:
         if name == "Find_relation":
-            src, rel = parts[0], relation_arg(parts[1])
-            plain = rel[1] if isinstance(rel, list) else rel
-            words = _words(plain if isinstance(plain, str) else to_text(plain))
+            src, words = parts[0], _rel_words(parts[1])
             if src.startswith("expression"):
                 return f"From {src} I follow {words} to get closer to the answer."
             return f"The question mentions {names.get(src, src.split('^^')[0])}; I follow {words} from it."
@@ -172,12 +183,31 @@ class ScriptedKBQAR1Teacher:
             return f"The answer must satisfy both {parts[0]} and {parts[1]}, so I merge them."
         if name == "Order":
             mode = "largest" if parts[0].upper() == "MAX" else "smallest"
-            return f"The question asks for the {mode} {_words(to_text(relation_arg(parts[2])).split()[-1].strip(')'))}."
+            return f"The question asks for the {mode} {_attr_words(parts[2])}."
         if name == "Compare":
-            return f"Only members whose {_words(to_text(relation_arg(parts[1])).split()[-1].strip(')'))} is {parts[0]} {parts[2]} count."
+            return f"Only members whose {_attr_words(parts[1])} is {parts[0]} {parts[2]} count."
         if name == "Time_constraint":
             return f"The question is about {parts[1]}, so I keep what held then."
         return "The question asks how many, so I count."
+
+    @staticmethod
+    def _step(name: str, parts: list[str]) -> str:
+        """A later step of the plan, in a few words, for the first thought.
+
+        >>> ScriptedKBQAR1Teacher._step("Find_relation", ["expression1", "(R people.person.place_of_birth)"])
+        'follow place of birth'
+        >>> ScriptedKBQAR1Teacher._step("Order", ["MAX", "expression1", "film.film.initial_release_date"])
+        'take the largest initial release date'
+        """
+        if name == "Find_relation":
+            return f"follow {_rel_words(parts[1])}"
+        if name == "Order":
+            return f"take the {'largest' if parts[0].upper() == 'MAX' else 'smallest'} {_attr_words(parts[2])}"
+        if name == "Compare":
+            return f"keep {_attr_words(parts[1])} {parts[0]} {parts[2]}"
+        if name == "Time_constraint":
+            return f"keep what held in {parts[1]}"
+        return {"Merge": "merge", "Count": "count"}.get(name, name.lower())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p_short={self.p_short}, p_flip={self.p_flip}, p_probe={self.p_probe})"

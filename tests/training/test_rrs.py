@@ -80,6 +80,21 @@ def test_the_teacher_leans_on_the_gate_and_recovers(demo_oxigraph, by_type):
     assert notes["snapped"] >= 5 and notes["turned"] >= 3 and notes["right"] >= 25, notes  # most slips are recovered by the gate
 
 
+def test_the_first_thought_names_the_later_steps(demo_oxigraph, by_type):
+    teacher = ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0)
+    for s in by_type["2-hop"][:5] + by_type["count"][:3]:
+        env = make_env("kbqa_r1", demo_oxigraph, max_turns=6)
+        env.reference = reference_note(s)
+        t = teacher.episode(env, s, random.Random(0))
+        first, second = t.turns[0].text, t.turns[1].text
+        if s.meta["qtype"] == "count":
+            assert "Then I count." in first and "<action>Count(" in second
+        else:  # "... I follow directed by from it. Then I follow place of birth."
+            later = second.split("I follow ", 1)[1].split(" to get closer")[0]
+            assert f"Then I follow {later}." in first
+        assert "Then I" not in second
+
+
 def test_the_filters(demo_oxigraph, by_type, policy):
     q = next(s for s in by_type["type"] if len(s.answers) >= 2)
 
