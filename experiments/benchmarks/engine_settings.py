@@ -28,6 +28,7 @@ import torch
 from omegaconf import OmegaConf
 
 from kgreason.compose import build_parts, compose_config
+from kgreason.rollout.engine import count_encoded_positions
 
 SETTINGS = ("compact_every", "bucket_prefill")
 
@@ -65,10 +66,6 @@ def main() -> int:
         parts.ranker_training(parts.train, parts.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
     samples = parts.dev[: args.n]
     engine = parts.engine
-    encoded = [0]
-    model = parts.policy.model.get_base_model() if hasattr(parts.policy.model, "get_base_model") else parts.policy.model
-    model.register_forward_pre_hook(lambda _m, a, kw: encoded.__setitem__(0, encoded[0] + kw["input_ids"].numel()),
-                                    with_kwargs=True)
     print(f"method={args.method} preset=demo, {len(samples)} dev questions, "
           f"{'bf16' if parts.policy.bf16 else 'float32'}, "
           f"{'trained: ' + args.checkpoint if args.checkpoint else 'untrained'}, greedy\n")
@@ -80,16 +77,16 @@ def main() -> int:
         engine.clear_cache()
         torch.manual_seed(0)
         envs = [parts.make_env() for _ in samples]
-        encoded[0] = 0
-        t0 = time.perf_counter()
-        trajs, stats = parts.eval_rollout.run(envs, samples, greedy=True)
-        dt = time.perf_counter() - t0
+        with count_encoded_positions(parts.policy.model) as encoded:
+            t0 = time.perf_counter()
+            trajs, stats = parts.eval_rollout.run(envs, samples, greedy=True)
+            dt = time.perf_counter() - t0
         ids = [t.token_ids for t in trajs]
         if first is None:
             first = (dt, ids)
         same = sum(a == b for a, b in zip(ids, first[1], strict=True))
         shown = "off" if value is False or value == 0 else str(value).lower()
-        print(f"| {shown} | {dt:.1f} | {stats.generated_tokens} | {encoded[0]} | {first[0] / dt:.2f}x | "
+        print(f"| {shown} | {dt:.1f} | {stats.generated_tokens} | {sum(encoded)} | {first[0] / dt:.2f}x | "
               f"{same}/{len(ids)} |", flush=True)
     return 0
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -405,6 +406,32 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
             new_v[j][r.to(v.device), :, start - done:] = v
     for j in range(len(new_k)):
         cache.update(new_k[j], new_v[j], j)
+
+
+@contextmanager
+def count_encoded_positions(model) -> Iterator[list[int]]:
+    """Record the token positions, padding included, that each forward pass of ``model``
+    encodes (a CPU prefill is compute-bound: it costs that many).
+
+    A forward pre-hook rather than a wrapper around ``forward``: ``generate`` reads
+    ``forward``'s signature to decide which inputs (position ids) to pass, so a wrapper
+    would change what is decoded. A PEFT model is counted at its base model.
+
+    Yields:
+        The list each pass appends its ``input_ids.numel()`` to.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    seen: list[int] = []
+
+    def hook(_module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        seen.append(ids.numel())
+
+    handle = base.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        yield seen
+    finally:
+        handle.remove()
 
 
 def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:

@@ -12,6 +12,7 @@ from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import Engine, Generation, HFEngine, MultiTurnRollout
+from kgreason.rollout.engine import count_encoded_positions
 
 
 @pytest.fixture(scope="module")
@@ -281,19 +282,6 @@ def test_kept_cache_of_rows_that_left_early_continues_exactly(smollm2_play):
     assert [g.token_ids for g in again] == [g.token_ids for g in cold]
 
 
-def _encoded_tokens(policy) -> tuple[list[int], object]:
-    """Count the token positions (padding included) every forward pass of ``policy.model``
-    encodes: a CPU prefill costs that many."""
-    seen: list[int] = []
-
-    def hook(module, args, kwargs):
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        seen.append(ids.numel())
-
-    model = policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
-    return seen, model.register_forward_pre_hook(hook, with_kwargs=True)
-
-
 def test_bucketed_prefill_decodes_the_same_tokens_and_encodes_less_padding(smollm2_play):
     # A lock-step turn's observations differ in length several times over: one row gets
     # a long reply, the others short ones. Encoding them in buckets of similar length must
@@ -305,14 +293,11 @@ def test_bucketed_prefill_decodes_the_same_tokens_and_encodes_less_padding(smoll
     obs = policy.tokenizer(" Go on.", add_special_tokens=False)["input_ids"]
     runs = {}
     for bucket in (False, True):
-        seen, handle = _encoded_tokens(policy)
-        try:
+        with count_encoded_positions(policy.model) as seen:
             eng = HFEngine(policy, bucket_prefill=bucket, compact_every=4)
             first = eng.generate(ps, stop=STOPS, max_new_tokens=16, greedy=True)
             nxt = [p + g.token_ids + obs * (30 if i == 0 else 1) for i, (p, g) in enumerate(zip(ps, first, strict=True))]
             again = eng.generate(nxt, stop=STOPS, max_new_tokens=16, greedy=True)
-        finally:
-            handle.remove()
         runs[bucket] = ([g.token_ids for g in first], [g.token_ids for g in again], sum(seen))
     assert runs[True][:2] == runs[False][:2]
     assert runs[True][2] < 0.7 * runs[False][2]
@@ -324,3 +309,11 @@ def test_bucketed_prefill_without_a_cached_prefix_matches_one_by_one(tiny):
     bucketed = HFEngine(tiny, share_prefix=0).generate(ps, max_new_tokens=8, greedy=True)
     single = [HFEngine(tiny, share_prefix=0).generate([p], max_new_tokens=8, greedy=True)[0] for p in ps]
     assert [g.token_ids for g in bucketed] == [g.token_ids for g in single]
+
+
+def test_count_encoded_positions_counts_each_pass_and_lets_go(tiny):
+    with count_encoded_positions(tiny.model) as seen:
+        tiny.model(input_ids=torch.zeros(2, 5, dtype=torch.long))
+        tiny.model(torch.zeros(1, 3, dtype=torch.long))  # positional, as some callers pass it
+    tiny.model(input_ids=torch.zeros(1, 4, dtype=torch.long))  # after the block: not counted
+    assert seen == [10, 3]
