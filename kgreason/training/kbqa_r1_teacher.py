@@ -92,8 +92,9 @@ class ScriptedKBQAR1Teacher:
         if (self.p_probe and plan[0][0] == "Find_relation" and len(plan) + 2 <= env.max_turns
                 and rng.random() < self.p_probe):
             shift, why = self._probe(env, sample, split_action_args(plan[0][1]))
-        # the first thought names the steps after it: a small policy that answers as soon as an
-        # expression has results otherwise stops two-hop questions after the first hop
+        # the first thought names the steps after it, so a small policy sees in its own context
+        # what is left to do: on the demo it then completes CVT constraints (three actions)
+        # that it otherwise stops short of (docs/methods/kbqa_r1.md, Runs)
         later = [self._step(n, split_action_args(a)) for n, a in plan[1:]]
         for i, (name, args) in enumerate(plan):
             if env.done:
