@@ -50,6 +50,15 @@ def _attr_words(arg: str) -> str:
     return _words(to_text(relation_arg(arg)).split()[-1].strip(")"))
 
 
+def _extreme(mode: str) -> str:
+    """An Order mode in words.
+
+    >>> _extreme("MAX"), _extreme("min")
+    ('largest', 'smallest')
+    """
+    return "largest" if mode.upper() == "MAX" else "smallest"
+
+
 class ScriptedKBQAR1Teacher:
     """Writes KBQA-R1 episodes from the reference actions, one action per turn.
 
@@ -103,7 +112,7 @@ class ScriptedKBQAR1Teacher:
                 args = _EXPR_NUM.sub(lambda m: f"expression{int(m.group(1)) + shift}", args)
             parts = split_action_args(args)
             written = self._explore(name, parts, rng)
-            thought = self._thought(name, parts, names, sample.question)
+            thought = self._thought(name, parts, names)
             if i == 0 and later:
                 thought += f" Then I {', then '.join(later)}."
             if why:
@@ -174,7 +183,7 @@ class ScriptedKBQAR1Teacher:
         return out
 
     @staticmethod
-    def _thought(name: str, parts: list[str], names: dict[str, str], question: str) -> str:
+    def _thought(name: str, parts: list[str], names: dict[str, str]) -> str:
         if name == "Find_relation":
             src, words = parts[0], _rel_words(parts[1])
             if src.startswith("expression"):
@@ -183,8 +192,7 @@ class ScriptedKBQAR1Teacher:
         if name == "Merge":
             return f"The answer must satisfy both {parts[0]} and {parts[1]}, so I merge them."
         if name == "Order":
-            mode = "largest" if parts[0].upper() == "MAX" else "smallest"
-            return f"The question asks for the {mode} {_attr_words(parts[2])}."
+            return f"The question asks for the {_extreme(parts[0])} {_attr_words(parts[2])}."
         if name == "Compare":
             return f"Only members whose {_attr_words(parts[1])} is {parts[0]} {parts[2]} count."
         if name == "Time_constraint":
@@ -203,7 +211,7 @@ class ScriptedKBQAR1Teacher:
         if name == "Find_relation":
             return f"follow {_rel_words(parts[1])}"
         if name == "Order":
-            return f"take the {'largest' if parts[0].upper() == 'MAX' else 'smallest'} {_attr_words(parts[2])}"
+            return f"take the {_extreme(parts[0])} {_attr_words(parts[2])}"
         if name == "Compare":
             return f"keep {_attr_words(parts[1])} {parts[0]} {parts[2]}"
         if name == "Time_constraint":
