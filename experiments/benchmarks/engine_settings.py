@@ -1,7 +1,7 @@
 """A lock-step evaluation under each value of one ``HFEngine`` setting, side by side.
 
     python experiments/benchmarks/engine_settings.py [--method knowcoder_a1] [--n 50]
-        [--vary compact_every=0,32 | --vary bucket_prefill=false,true]
+        [--vary compact_every=0,32 | --vary bucket_prefill=false,true | --vary pack_columns=false,true]
         [--checkpoint RUN/checkpoints/policy.pt] [override ...]
 
 Plays the first ``n`` dev questions of ``method=<method> preset=demo`` (the policy,
@@ -12,7 +12,8 @@ prints the wall time, the generated tokens, the token positions the model encode
 value and how many trajectories decoded exactly the first value's tokens — in one run.
 ``compact_every``: finished rows leave the batch every so many tokens (0: never);
 ``bucket_prefill``: new tokens encoded in buckets of similar length, or padded to the
-longest row. In bf16, rounding depends on the batch's shape, so a greedy trajectory can
+longest row; ``pack_columns``: the padding columns between turns dropped from the kept
+cache, or kept. In bf16, rounding depends on the batch's shape, so a greedy trajectory can
 differ where two tokens are nearly tied; float32 (``model.policy.bf16=false``) decodes
 the same tokens.
 """
@@ -30,7 +31,7 @@ from omegaconf import OmegaConf
 from kgreason.compose import build_parts, compose_config
 from kgreason.rollout.engine import count_encoded_positions
 
-SETTINGS = ("compact_every", "bucket_prefill")
+SETTINGS = ("compact_every", "bucket_prefill", "pack_columns")
 
 
 def parse_vary(text: str) -> tuple[str, list[int | bool]]:

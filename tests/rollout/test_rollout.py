@@ -12,7 +12,7 @@ from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import Engine, Generation, HFEngine, MultiTurnRollout
-from kgreason.rollout.engine import count_encoded_positions
+from kgreason.rollout.engine import count_encoded_positions, pack_columns
 
 
 @pytest.fixture(scope="module")
@@ -301,6 +301,48 @@ def test_bucketed_prefill_decodes_the_same_tokens_and_encodes_less_padding(smoll
         runs[bucket] = ([g.token_ids for g in first], [g.token_ids for g in again], sum(seen))
     assert runs[True][:2] == runs[False][:2]
     assert runs[True][2] < 0.7 * runs[False][2]
+
+
+def test_packed_columns_decode_the_same_tokens_from_a_narrower_cache(smollm2_play):
+    # Rows that stop early and short observations leave padding columns in the kept cache
+    # after every lock-step turn; packing them out before the next turn must not change a
+    # token, only the cache's width.
+    policy = smollm2_play.policy
+    ps = [policy.chat_ids([{"role": "user", "content": q}]) for q in QUESTIONS]
+    obs = policy.tokenizer(" Go on.", add_special_tokens=False)["input_ids"]
+    runs = {}
+    for pack in (False, True):
+        eng = HFEngine(policy, pack_columns=pack, compact_every=4)
+        turns = [eng.generate(ps, stop=STOPS, max_new_tokens=16, greedy=True)]
+        rows = ps
+        for _ in range(2):
+            rows = [r + g.token_ids + obs * (12 if i == 0 else 1) for i, (r, g) in enumerate(zip(rows, turns[-1], strict=True))]
+            turns.append(eng.generate(rows, stop=STOPS, max_new_tokens=16, greedy=True))
+        assert eng.reused_tokens > 0  # the later turns continued the kept cache
+        runs[pack] = ([[g.token_ids for g in t] for t in turns], eng._kept.mask.shape[1],
+                      eng._kept.cache.get_seq_length())
+    assert runs[True][0] == runs[False][0]
+    assert len({len(g) for g in runs[False][0][0]}) > 1  # the rows did stop at different lengths
+    assert runs[True][1] == runs[True][2] < runs[False][1]
+
+
+def test_pack_columns_keeps_each_rows_keys_in_order():
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    keys = torch.arange(2 * 5, dtype=torch.float).view(2, 1, 5, 1).expand(2, 3, 5, 2).contiguous()
+    cache.update(keys, -keys, 0)
+    ids = torch.tensor([[11, 0, 12, 0, 13], [0, 0, 21, 0, 22]])
+    mask = (ids > 0).long()
+    ids, mask = pack_columns(cache, ids, mask)
+    assert ids.tolist() == [[11, 12, 13], [0, 21, 22]] and mask.tolist() == [[1, 1, 1], [0, 1, 1]]
+    assert cache.get_seq_length() == 3
+    assert cache.layers[0].keys[0, 2, :, 1].tolist() == [0.0, 2.0, 4.0]
+    assert cache.layers[0].values[1, 0, 1:, 0].tolist() == [-7.0, -9.0]
+    # a row with no padding: nothing is dropped or copied
+    before = cache.layers[0].keys
+    full = torch.ones(2, 3, dtype=torch.long)
+    assert pack_columns(cache, ids, full)[0] is ids and cache.layers[0].keys is before
 
 
 def test_bucketed_prefill_without_a_cached_prefix_matches_one_by_one(tiny):
