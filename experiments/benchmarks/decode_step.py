@@ -11,8 +11,9 @@ step at the shortest context is the cost of the new tokens themselves (the matri
 products); what the longer contexts add is reading the kept keys and values, which is
 what a long multi-turn episode pays on every token it decodes — the floor under the
 KnowCoder-A1 evaluations (docs/methods/knowcoder_a1.md). Then, for the largest batch and
-context, what continuing a turn copies: the row selection, the packing of padding columns
-and the first write after them (a reallocation).
+context, what continuing a turn costs: row selection, the packing of padding columns and
+the first write after them (a reallocation), three copies of the cache, against
+:meth:`~kgreason.rollout.kv_cache.GrowingCache.take`, one copy into a buffer with room.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 import torch
 
 from kgreason.models import CausalLMPolicy
-from kgreason.rollout.engine import pack_columns
+from kgreason.rollout.engine import pack_columns, packed_columns
 from kgreason.rollout.kv_cache import GrowingCache
 
 
@@ -40,22 +41,28 @@ def filled_cache(model: torch.nn.Module, batch: int, context: int, gen: torch.Ge
     return cache
 
 
-def continue_s(model: torch.nn.Module, batch: int, context: int) -> tuple[float, float, float]:
-    """Seconds of the three copies a continued turn makes of a ``batch`` × ``context`` cache."""
+def continue_s(model: torch.nn.Module, batch: int, context: int, one_copy: bool) -> tuple[float, torch.Tensor]:
+    """Seconds to continue a turn of a ``batch`` × ``context`` cache (rows kept in order,
+    padding columns dropped, one new position written), and the last layer's keys after it.
+
+    ``one_copy``: :meth:`GrowingCache.take` (what the engine does); otherwise row selection,
+    :func:`pack_columns` and the reallocating first write — three copies."""
     cache = filled_cache(model, batch, context, torch.Generator().manual_seed(0))
     mask = torch.ones(batch, context, dtype=torch.long)
     mask[:, : context // 10] = 0  # left padding in every row, and more in every other row
     mask[::2, context // 10 : context // 5] = 0
-    t0 = time.perf_counter()
-    cache.batch_select_indices(torch.arange(batch))
-    t1 = time.perf_counter()
-    pack_columns(cache, torch.zeros_like(mask), mask)
-    t2 = time.perf_counter()
+    rows = torch.arange(batch)
     lay = cache.layers[0]
     new = lay.keys.new_zeros(batch, lay.keys.shape[1], 1, lay.keys.shape[-1])
+    t0 = time.perf_counter()
+    if one_copy:
+        cache.take(rows, packed_columns(mask))
+    else:
+        cache.batch_select_indices(rows)
+        pack_columns(cache, torch.zeros_like(mask), mask)
     for j in range(len(cache.layers)):
         cache.update(new, new, j)
-    return t1 - t0, t2 - t1, time.perf_counter() - t2
+    return time.perf_counter() - t0, cache.layers[-1].keys
 
 
 def step_ms(model: torch.nn.Module, batch: int, context: int, steps: int) -> float:
@@ -94,10 +101,11 @@ def main() -> int:
             print(f"| {b} | {c} | {ms:.0f} | {b * c * kv_bytes / 1e9:.2f} GB | {ms / base:.2f}× |", flush=True)
     b, c = max(args.batch), max(args.context)
     print(f"\nContinuing a turn of {b} rows × {c} positions ({b * c * kv_bytes / 1e9:.2f} GB), three repeats:\n")
-    print("| batch_select_indices s | pack_columns s | first write s |\n|---|---|---|")
+    print("| three copies s | one copy s | speed-up | same keys |\n|---|---|---|---|")
     for _ in range(3):
-        sel, pack, write = continue_s(model, b, c)
-        print(f"| {sel:.2f} | {pack:.2f} | {write:.2f} |", flush=True)
+        three, k3 = continue_s(model, b, c, one_copy=False)
+        one, k1 = continue_s(model, b, c, one_copy=True)
+        print(f"| {three:.2f} | {one:.2f} | {three / one:.2f}× | {torch.equal(k3, k1)} |", flush=True)
     return 0
 
 

@@ -180,6 +180,8 @@ class HFEngine(Engine):
             decoding step reads it: attention was ≈ 30 % of that evaluation's model time.
             Same tokens up to float rounding; False is for comparison
             (``experiments/benchmarks/engine_settings.py --vary pack_columns=false,true``).
+            On a ``GrowingCache`` the rows a turn continues and their packed columns are
+            gathered in one copy (:meth:`~kgreason.rollout.kv_cache.GrowingCache.take`).
     """
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
@@ -328,10 +330,18 @@ class HFEngine(Engine):
         self.reused_tokens += sum(len(kept.rows[j]) for j in pick)
         index = torch.tensor(pick, dtype=torch.long)
         cache = kept.cache
-        cache.batch_select_indices(index.to(self.policy.device))
         ids, mask = kept.ids[index], kept.mask[index]
-        if self.pack_columns:
-            ids, mask = pack_columns(cache, ids, mask)
+        cols = packed_columns(mask) if self.pack_columns else None
+        from kgreason.rollout.kv_cache import GrowingCache
+
+        if isinstance(cache, GrowingCache):  # rows and columns in one copy
+            cache.take(index, cols)
+        else:
+            cache.batch_select_indices(index.to(self.policy.device))
+            if cols is not None:
+                _gather_columns(cache, cols)
+        if cols is not None:
+            ids, mask = ids.gather(1, cols), mask.gather(1, cols)
         new_ids, new_mask = pad_batch(rest, pad)
         return torch.cat([ids, new_ids], dim=1), torch.cat([mask, new_mask], dim=1), cache
 
@@ -354,16 +364,33 @@ def pack_columns(cache: Any, ids: torch.Tensor, mask: torch.Tensor) -> tuple[tor
     >>> ids.tolist(), mask.tolist(), cache.layers[0].keys[:, 0, :, 0].tolist()
     ([[7, 8, 9], [0, 5, 6]], [[1, 1, 1], [0, 1, 1]], [[0.0, 1.0, 3.0], [2.0, 0.0, 3.0]])
     """
+    cols = packed_columns(mask)
+    if cols is None:
+        return ids, mask
+    _gather_columns(cache, cols)
+    return ids.gather(1, cols), mask.gather(1, cols)
+
+
+def packed_columns(mask: torch.Tensor) -> torch.Tensor | None:
+    """Per row, the columns :func:`pack_columns` keeps, in order; None when it keeps all.
+
+    Shapes: ``mask`` ``[B, C]`` → ``[B, W]``.
+
+    >>> packed_columns(torch.tensor([[1, 1, 0, 1], [1, 0, 0, 1]])).tolist()
+    [[0, 1, 3], [2, 0, 3]]
+    """
     width = int(mask.sum(1).max()) if mask.numel() else 0
     if width == mask.shape[1]:
-        return ids, mask
+        return None
     # a stable sort puts each row's padding first and keeps its real columns in order
-    cols = torch.sort(mask.ne(0).to(torch.int8), dim=1, stable=True).indices[:, mask.shape[1] - width:]
+    return torch.sort(mask.ne(0).to(torch.int8), dim=1, stable=True).indices[:, mask.shape[1] - width:]
+
+
+def _gather_columns(cache: Any, cols: torch.Tensor) -> None:
     for lay in cache.layers:
         idx = cols.to(lay.keys.device)[:, None, :, None]
         lay.keys = lay.keys.gather(2, idx.expand(-1, lay.keys.shape[1], -1, lay.keys.shape[-1]))
         lay.values = lay.values.gather(2, idx.expand(-1, lay.values.shape[1], -1, lay.values.shape[-1]))
-    return ids.gather(1, cols), mask.gather(1, cols)
 
 
 #: the fixed cost of one forward pass in prompt tokens' worth of compute. SmolLM2-135M on

@@ -71,6 +71,35 @@ class GrowingLayer(DynamicLayer):
             bufs.append(buf)
         self._kbuf, self._vbuf = bufs
 
+    def take(self, rows: torch.Tensor, cols: torch.Tensor | None = None) -> None:
+        """Keep only ``rows``, and of row ``b`` only positions ``cols[b]``, in one copy.
+
+        Selecting rows and then gathering columns would copy the cache twice and leave it
+        without spare room, so the next write would copy it a third time; here every row
+        is gathered straight into a new buffer with headroom. With ``rows`` in order and
+        ``cols`` None nothing is copied.
+
+        Shapes: ``rows`` ``[B]``; ``cols`` ``[B, W]`` positions of each kept row
+        (``None``: all ``N``); keys and values ``[B0, H, N, D]`` → ``[B, H, W, D]``.
+        """
+        n = self.get_seq_length()
+        if cols is None and torch.equal(rows.cpu(), torch.arange(self.keys.shape[0])):
+            return
+        width = n if cols is None else cols.shape[1]
+        capacity = width + max(self.headroom, width // 2)
+        bufs = []
+        for old in (self.keys, self.values):
+            buf = old.new_empty((len(rows), old.shape[1], capacity, old.shape[-1]))
+            for b, r in enumerate(rows.tolist()):
+                if cols is None:
+                    buf[b, :, :width].copy_(old[r])
+                else:  # gather writes into the strided view: no intermediate tensor
+                    idx = cols[b].to(old.device).view(1, -1, 1).expand(old.shape[1], -1, old.shape[-1])
+                    torch.gather(old[r], 1, idx, out=buf[b, :, :width])
+            bufs.append(buf)
+        self._kbuf, self._vbuf = bufs
+        self.keys, self.values = self._kbuf[:, :, :width], self._vbuf[:, :, :width]
+
     def reset(self) -> None:
         self._kbuf = self._vbuf = None
         super().reset()
@@ -89,3 +118,9 @@ class GrowingCache(DynamicCache):
 
     def __init__(self, headroom: int = 128):
         Cache.__init__(self, layer_class_to_replicate=lambda: GrowingLayer(headroom))
+
+    def take(self, rows: torch.Tensor, cols: torch.Tensor | None = None) -> None:
+        """:meth:`GrowingLayer.take` on every layer: ``batch_select_indices`` and a column
+        gather in one copy."""
+        for layer in self.layers:
+            layer.take(rows, cols)

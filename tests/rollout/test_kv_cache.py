@@ -47,6 +47,34 @@ def test_batch_select_repeat_and_crop_then_append():
     assert out_k.shape == (6, 2, 6, 3) and torch.equal(out_k[:, :, 4:], k3)
 
 
+def test_take_selects_rows_and_columns_in_one_copy_with_room_to_grow():
+    layer = GrowingLayer(headroom=4)
+    k0, v0 = _kv(3, 5, seed=0)
+    layer.update(k0, v0)
+    rows = torch.tensor([2, 0, 2, 1])
+    cols = torch.tensor([[0, 1, 4], [1, 2, 3], [2, 3, 4], [0, 3, 4]])
+    layer.take(rows, cols)
+    want_k = torch.stack([k0[r][:, c] for r, c in zip(rows.tolist(), cols.tolist(), strict=True)])
+    want_v = torch.stack([v0[r][:, c] for r, c in zip(rows.tolist(), cols.tolist(), strict=True)])
+    assert torch.equal(layer.keys, want_k) and torch.equal(layer.values, want_v)
+    buf = layer._kbuf.data_ptr()
+    k1, v1 = _kv(4, 2, seed=1)
+    out_k, out_v = layer.update(k1, v1)
+    assert layer._kbuf.data_ptr() == buf  # the next write lands in the spare room
+    assert torch.equal(out_k, torch.cat([want_k, k1], dim=-2)) and torch.equal(out_v, torch.cat([want_v, v1], dim=-2))
+
+
+def test_take_of_every_row_in_order_copies_nothing():
+    cache = GrowingCache(headroom=4)
+    k0, v0 = _kv(2, 3, seed=0)
+    cache.update(k0, v0, 0)
+    ptr = cache.layers[0].keys.data_ptr()
+    cache.take(torch.tensor([0, 1]))
+    assert cache.layers[0].keys.data_ptr() == ptr and torch.equal(cache.layers[0].keys, k0)
+    cache.take(torch.tensor([1]))
+    assert torch.equal(cache.layers[0].keys, k0[[1]]) and torch.equal(cache.layers[0].values, v0[[1]])
+
+
 def test_generate_with_growing_cache_equals_dynamic_cache():
     pol = CausalLMPolicy.tiny(seed=4)
     tok = pol.tokenizer
