@@ -60,8 +60,12 @@ class GrowingLayer(DynamicLayer):
         self.values = self._vbuf[:, :, :need]
         return self.keys, self.values
 
+    def _capacity(self, need: int) -> int:
+        # at least the headroom, and half the length more, so that copies stay logarithmic
+        return need + max(self.headroom, need // 2)
+
     def _reallocate(self, key_states: torch.Tensor, value_states: torch.Tensor, n: int, need: int) -> None:
-        capacity = need + max(self.headroom, need // 2)
+        capacity = self._capacity(need)
         bufs = []
         for old, new in ((self.keys, key_states), (self.values, value_states)):
             shape = (*new.shape[:2], capacity, new.shape[-1])
@@ -86,7 +90,7 @@ class GrowingLayer(DynamicLayer):
         if cols is None and torch.equal(rows.cpu(), torch.arange(self.keys.shape[0])):
             return
         width = n if cols is None else cols.shape[1]
-        capacity = width + max(self.headroom, width // 2)
+        capacity = self._capacity(width)
         bufs = []
         for old in (self.keys, self.values):
             buf = old.new_empty((len(rows), old.shape[1], capacity, old.shape[-1]))
