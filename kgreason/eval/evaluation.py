@@ -1,7 +1,10 @@
 """Evaluate a policy in KG environments (design §10, docs/design.md).
 
 Greedy decoding by default (KG-R1 evaluates at temperature 0); ``n_runs > 1`` samples
-several runs and takes the union of their answer sets (KG-R1's N-run union).
+several runs and takes the union of their answer sets (KG-R1's N-run union). Sampled runs
+are also scored one by one: ``pass_hit1`` / ``pass_f1`` are the best run's (pass@N, the
+most a policy's own samples can reach: what group-relative RL can reinforce) and
+``mean_f1`` the runs' mean (the sampled policy's expected F1).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class EvalReport:
     def markdown(self, title: str = "") -> str:
         keys = ["n", "em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
                 "kb_calls", "latency_s"]
+        keys += [k for k in RUN_KEYS if k in self.overall]
         lines = [f"### {title}" if title else "", "| group | " + " | ".join(keys) + " |",
                  "|" + "---|" * (len(keys) + 1)]
 
@@ -94,13 +98,30 @@ def outcome_kind(trajectory: Trajectory, gold: Sequence[Entity]) -> str:
     return "recovered" if failed else "direct"
 
 
+#: per-run scores of a sampled evaluation (``n_runs > 1``): :func:`run_scores`
+RUN_KEYS = ("pass_hit1", "pass_f1", "mean_f1")
+
+
 def _mean(rows: list[dict[str, Any]]) -> dict[str, float]:
     keys = ["em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
             "kb_calls", "latency_s"]
+    keys += [k for k in RUN_KEYS if rows and all(k in r for r in rows)]
     n = len(rows)
     out = {k: sum(r[k] for r in rows) / n for k in keys} if n else {k: 0.0 for k in keys}
     out["n"] = n
     return out
+
+
+def run_scores(answers: Sequence[Sequence[Entity]], gold: Sequence[Entity]) -> dict[str, float]:
+    """Each run's answer scored on its own: the best run's Hit@1 and F1 (pass@N) and the mean F1.
+
+    >>> a, b = Entity("m.1", "A"), Entity("m.2", "B")
+    >>> run_scores([[b], [a, b], []], [a])
+    {'pass_hit1': 1.0, 'pass_f1': 0.6666666666666666, 'mean_f1': 0.2222222222222222}
+    """
+    f1s = [precision_recall_f1(run, gold)[2] for run in answers]
+    return {"pass_hit1": max(hit_at_1(run, gold) for run in answers), "pass_f1": max(f1s),
+            "mean_f1": sum(f1s) / len(f1s)}
 
 
 def turn_budget(make_env: Callable[[], KGEnv], samples: Sequence[KBQASample], n_runs: int = 1) -> int:
@@ -118,7 +139,8 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
         make_env: builds a fresh environment per episode.
         samples: the questions.
         batch_size: questions decoded together.
-        n_runs: runs per question (> 1: sampled, answers united).
+        n_runs: runs per question (> 1: sampled, answers united; each run also scored
+            alone, :func:`run_scores`).
         seed: for the random tie-break of RHit@1.
         progress: called with episode turns as they are played (see
             :meth:`MultiTurnRollout.run`); the calls add up to :func:`turn_budget`.
@@ -142,6 +164,7 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
                    **score(pred, s.answers, rng),
                    # the first run's kind (with N-run union, the union is scored above)
                    **_kinds(outcome_kind(ts[0], s.answers)),
+                   **(run_scores([t.answer for t in ts], s.answers) if n_runs > 1 else {}),
                    "gen_tokens": sum(sum(t.loss_mask) for t in ts), "llm_calls": sum(len(t.turns) for t in ts),
                    "kb_calls": sum(x.kb_calls for t in ts for x in t.turns), "latency_s": latency}
             rows.append(row)

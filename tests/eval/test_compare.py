@@ -63,3 +63,14 @@ def test_plot_names_the_missing_extra(monkeypatch, tmp_path):
 
     with pytest.raises(KGReasonError, match=r"kgreason\[runner\]"):
         plot([{"group": "all", "n": 1, "a": 1.0}], ["a"], tmp_path / "x.png")
+
+
+def test_a_run_read_at_its_own_metric(tmp_path, capsys):
+    greedy = write(tmp_path / "g.jsonl", [{"id": "1", "qtype": "2-hop", "f1": 0.0}, {"id": "2", "qtype": "1-hop", "f1": 1.0}])
+    sampled = write(tmp_path / "s.jsonl", [{"id": "1", "qtype": "2-hop", "f1": 0.2, "pass_f1": 1.0},
+                                           {"id": "2", "qtype": "1-hop", "f1": 1.0, "pass_f1": 1.0}])
+    assert main([f"greedy={greedy}", f"pass@8={sampled}:pass_f1"]) == 0
+    out = capsys.readouterr().out
+    assert "greedy f1 | pass@8 pass_f1" in out and "| 2-hop | 1 | 0.000 | 1.000 |" in out
+    with pytest.raises(ValueError, match="no metric 'pass_f1'.*'f1'"):
+        compare({"g": load_rows(greedy)}, metric="pass_f1")

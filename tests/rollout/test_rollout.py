@@ -167,6 +167,27 @@ def test_evaluation_progress_reaches_its_turn_budget(tiny, demo_oxigraph):
     assert sum(calls) == turn_budget(env, qs) == 30
 
 
+def test_sampled_evaluation_scores_each_run_alone(tiny, demo_oxigraph):
+    # two runs a question: the oracle's episode, then a one-turn wrong answer. The union
+    # is scored as before; pass@2 is the right run's score, mean_f1 the average of 1 and 0.
+    from kgreason.eval import evaluate
+
+    qs = [q for q in load_dataset("demo", split="dev") if expressible(q) and len(q.answers) == 1][:3]
+    scripts = {}
+    for q in qs:
+        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=6), q)
+        wrong = traj.turns[-1].text.replace(q.answers[0].label, "Atlantis")
+        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns] + [wrong]}
+    ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
+    report, trajs = evaluate(ro, lambda: make_env("kg_r1", demo_oxigraph, max_turns=6), qs, batch_size=3, n_runs=2)
+    assert len(trajs) == 6
+    for row in report.rows:
+        assert row["pass_hit1"] == row["pass_f1"] == 1.0 and row["mean_f1"] == 0.5
+        assert row["f1"] < 1.0  # the union holds the wrong answer too
+    assert report.overall["pass_f1"] == 1.0 and report.overall["mean_f1"] == 0.5
+    assert "pass_f1" in report.markdown()
+
+
 def test_real_smollm2_rollout(smollm2_play):
     trajs, stats = smollm2_play.hf
     assert stats.generated_tokens > 0
