@@ -64,19 +64,18 @@ def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "
     if not shared:
         raise ValueError("the runs share no question id: were they evaluated on the same split and seed?")
     first = next(iter(runs.values()))
+    own = {name: (metrics or {}).get(name, metric) for name in runs}
     for name, rows in runs.items():
-        m = (metrics or {}).get(name, metric)
         have = rows[next(iter(shared))]
-        if m not in have:
-            raise ValueError(f"run {name!r} has no metric {m!r}; its rows have {sorted(have)}")
+        if own[name] not in have:
+            raise ValueError(f"run {name!r} has no metric {own[name]!r}; its rows have {sorted(have)}")
     names = sorted({_group(first[q], by) for q in shared}) if groups is None else list(groups)
     out = []
     for g in ["all", *names]:
         ids = sorted(q for q in shared if g == "all" or _group(first[q], by).lower() == g.lower())
         row: dict[str, Any] = {"group": g, "n": len(ids)}
         for name, rows in runs.items():
-            m = (metrics or {}).get(name, metric)
-            row[name] = sum(float(rows[q][m]) for q in ids) / len(ids) if ids else float("nan")
+            row[name] = sum(float(rows[q][own[name]]) for q in ids) / len(ids) if ids else float("nan")
         out.append(row)
     return out
 

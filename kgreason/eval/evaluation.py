@@ -45,9 +45,7 @@ class EvalReport:
                    {k: _mean(v) for k, v in by_hops.items()})
 
     def markdown(self, title: str = "") -> str:
-        keys = ["n", "em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
-                "kb_calls", "latency_s"]
-        keys += [k for k in RUN_KEYS if k in self.overall]
+        keys = ["n", *ROW_KEYS, *(k for k in RUN_KEYS if k in self.overall)]
         lines = [f"### {title}" if title else "", "| group | " + " | ".join(keys) + " |",
                  "|" + "---|" * (len(keys) + 1)]
 
@@ -98,14 +96,15 @@ def outcome_kind(trajectory: Trajectory, gold: Sequence[Entity]) -> str:
     return "recovered" if failed else "direct"
 
 
+#: the per-question numbers every evaluation row holds, averaged by :func:`_mean`
+ROW_KEYS = ("em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
+            "kb_calls", "latency_s")
 #: per-run scores of a sampled evaluation (``n_runs > 1``): :func:`run_scores`
 RUN_KEYS = ("pass_hit1", "pass_f1", "mean_f1")
 
 
 def _mean(rows: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ["em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
-            "kb_calls", "latency_s"]
-    keys += [k for k in RUN_KEYS if rows and all(k in r for r in rows)]
+    keys = [*ROW_KEYS, *(k for k in RUN_KEYS if rows and all(k in r for r in rows))]
     n = len(rows)
     out = {k: sum(r[k] for r in rows) / n for k in keys} if n else {k: 0.0 for k in keys}
     out["n"] = n
