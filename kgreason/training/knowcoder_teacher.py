@@ -147,6 +147,19 @@ def _chain_shown(shown: list[tuple[str, RelationPattern]], path: list[str]) -> b
     return any(tuple(p.relations) in (want, want[::-1]) for _, p in shown)
 
 
+def hop_at(first: int, last: int, n_hops: int) -> str:
+    """Where a thought is on a planned path of ``n_hops`` (hops ``first..last``, from 0).
+
+    >>> hop_at(0, 0, 2), hop_at(1, 2, 3), hop_at(0, 0, 0)
+    ('Hop 1 of 2: ', 'Hops 2-3 of 3: ', '')
+    """
+    if n_hops <= 0:
+        return ""
+    if first >= last:
+        return f"Hop {first + 1} of {n_hops}: "
+    return f"Hops {first + 1}-{last + 1} of {n_hops}: "
+
+
 class ScriptedKnowCoderTeacher:
     """Episodes from the gold SPARQL with exploration (see the module docstring).
 
@@ -155,14 +168,20 @@ class ScriptedKnowCoderTeacher:
             type constraint).
         p_detour: probability of first running a query over a wrong shown relation.
         p_syntax_error: probability of first running the gold query with a syntax error.
+        plan_hops: the first thought says how many hops the question takes (the length of
+            its gold relation path: what its wording tells, e.g. MetaQA's "the films acted
+            by X were in which genres" takes 2), and each later thought which hop it is at,
+            so that walking on or querying follows from a count the policy wrote itself.
     """
 
     name = "scripted"
 
-    def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15):
+    def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
+                 plan_hops: bool = False):
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error
+        self.plan_hops = plan_hops
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -182,10 +201,12 @@ class ScriptedKnowCoderTeacher:
         semantic = asked_for(sample)
         name = topic.name or topic.id
         sketch = f"SELECT DISTINCT ?x WHERE {{ VALUES ?x {{{ref}}} }}"
-        r = env.step(f"<think>The question is about {name}. I will look at the relation patterns around it.</think>"
+        path = list(sample.relation_path or [])
+        n_hops = len(path) if self.plan_hops else 0
+        plan = f" and takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
+        r = env.step(f"<think>The question is about {name}{plan}. I will look at the relation patterns around it.</think>"
                      + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
         shown = _shown(r)
-        path = list(sample.relation_path or [])
         walked: list[str] = []
         # a multi-hop path whose chain is not shown (no CVT): walk it, one pattern search per hop
         for i, hop in enumerate(path[:-1]):
@@ -197,7 +218,7 @@ class ScriptedKnowCoderTeacher:
             sub = KBQASample(id=sample.id, question=sample.question, topic_entities=sample.topic_entities,
                              relation_path=path[: i + 1])
             sketch = path_sparql(sub, kb) or sketch
-            r = env.step(f"<think>{line} leads towards the answer; I will look around its far end.</think>"
+            r = env.step(f"<think>{hop_at(i, i, n_hops)}{line} leads towards the answer; I will look around its far end.</think>"
                          + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
             shown = _shown(r)
             walked.append(hop.lstrip("~"))
@@ -228,7 +249,8 @@ class ScriptedKnowCoderTeacher:
         reason = (f"{line} fits the question" if line is not None
                   else "I will query " + (", ".join(verbalize_relation(x) for x in rels) or "its constraints")
                   + f" from {name}")
-        r = env.step(f"<think>{note}{reason}.</think>" + _call("ExecuteSPARQL", sparql=gold))
+        r = env.step(f"<think>{note}{hop_at(len(walked), n_hops - 1, n_hops)}{reason}.</think>"
+                     + _call("ExecuteSPARQL", sparql=gold))
         if env.done:
             return env.trajectory
         answers = _results(r.observation) if not r.error else []
@@ -238,4 +260,4 @@ class ScriptedKnowCoderTeacher:
 
     def __repr__(self) -> str:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
-                f"p_syntax_error={self.p_syntax_error})")
+                f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops})")

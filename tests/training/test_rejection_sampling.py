@@ -8,6 +8,7 @@ import re
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -15,10 +16,16 @@ from kgreason.data import load_dataset
 from kgreason.envs import EnvFactory, KnowCoderActionSpace, make_env
 from kgreason.errors import ConfigError
 from kgreason.eval.metrics import matches
+from kgreason.kb import load_metaqa_kb
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine
 from kgreason.training import RejectionSampledColdStart, grounded
-from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher, asked_for, compact_sparql
+from kgreason.training.knowcoder_teacher import (
+    ScriptedKnowCoderTeacher,
+    asked_for,
+    compact_sparql,
+    hop_at,
+)
 from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError
 from kgreason.types import Entity, Trajectory, Turn
 
@@ -78,6 +85,26 @@ def test_scripted_teacher_writes_only_what_the_policy_can_see(demo_oxigraph, by_
                 assert thought.group(1) in json.loads(shown.group(1))["results"].split("\n")
                 quoted += 1
     assert quoted >= 12  # most of the 16 quote the pattern they query
+
+
+def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves():
+    """With ``plan_hops`` the first thought says how many hops the question takes and each
+    later one which hop it is at; the tool calls are those of the unplanned episode."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "metaqa_mini"
+    kb = load_metaqa_kb(fixtures / "kb.txt")
+    q = load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
+    assert len(q.relation_path) == 2
+    episodes = {plan: ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=plan)
+                .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for plan in (False, True)}
+    planned, plain = episodes[True], episodes[False]
+    assert hit(planned, q) and grounded(planned)
+    assert [a.raw for x in planned.turns for a in x.actions] == [a.raw for x in plain.turns for a in x.actions]
+    thoughts = [re.search(r"<think>(.*?)</think>", x.text).group(1) for x in planned.turns]
+    assert "takes 2 hops" in thoughts[0] and not any("hop" in x.text.lower() for x in plain.turns)
+    searches = sum(a.name == "SearchGraphPatterns" for x in planned.turns for a in x.actions)
+    walks = [f"Hop {i} of 2: " for i in range(1, searches)]  # one pattern search per walked hop
+    assert [t[: len(w)] for t, w in zip(thoughts[1:], walks, strict=False)] == walks
+    assert thoughts[searches].startswith(hop_at(searches - 1, 1, 2))  # the query: the hops left
 
 
 def test_grounding_requires_every_answer_in_an_observation():
