@@ -8,7 +8,6 @@ import re
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -28,6 +27,7 @@ from kgreason.training.knowcoder_teacher import (
 )
 from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError
 from kgreason.types import Entity, Trajectory, Turn
+from tests.conftest import FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_scripted_teacher_writes_only_what_the_policy_can_see(demo_oxigraph, by_
 def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves():
     """With ``plan_hops`` the first thought says how many hops the question takes and each
     later one which hop it is at; the tool calls are those of the unplanned episode."""
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "metaqa_mini"
+    fixtures = FIXTURES / "metaqa_mini"
     kb = load_metaqa_kb(fixtures / "kb.txt")
     q = load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
     assert len(q.relation_path) == 2
