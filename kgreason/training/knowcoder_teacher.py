@@ -172,16 +172,20 @@ class ScriptedKnowCoderTeacher:
             its gold relation path: what its wording tells, e.g. MetaQA's "the films acted
             by X were in which genres" takes 2), and each later thought which hop it is at,
             so that walking on or querying follows from a count the policy wrote itself.
+        restate: the first thought restates what the question asks (its words without the
+            topic's name) before anything else it says, so that with ``plan_hops`` the
+            count is written right after the words that decide it.
     """
 
     name = "scripted"
 
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
-                 plan_hops: bool = False):
+                 plan_hops: bool = False, restate: bool = False):
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error
         self.plan_hops = plan_hops
+        self.restate = restate
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -204,7 +208,11 @@ class ScriptedKnowCoderTeacher:
         path = list(sample.relation_path or [])
         n_hops = len(path) if self.plan_hops else 0
         plan = f" and takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
-        r = env.step(f"<think>The question is about {name}{plan}. I will look at the relation patterns around it.</think>"
+        if self.restate:
+            first = f"The question asks: {semantic.rstrip('?.! ')}{plan.replace(' and', ', which')}. It is about {name}."
+        else:
+            first = f"The question is about {name}{plan}."
+        r = env.step(f"<think>{first} I will look at the relation patterns around it.</think>"
                      + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
         shown = _shown(r)
         walked: list[str] = []
@@ -260,4 +268,4 @@ class ScriptedKnowCoderTeacher:
 
     def __repr__(self) -> str:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
-                f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops})")
+                f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate})")

@@ -107,6 +107,23 @@ def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves():
     assert thoughts[searches].startswith(hop_at(searches - 1, 1, 2))  # the query: the hops left
 
 
+def test_a_restated_plan_writes_the_count_after_the_questions_words():
+    """With ``restate`` the first thought quotes what is asked, then the count, then the
+    topic; nothing else in the episode changes."""
+    fixtures = FIXTURES / "metaqa_mini"
+    kb = load_metaqa_kb(fixtures / "kb.txt")
+    q = load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
+    episodes = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True, restate=r)
+                .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for r in (False, True)]
+    counted, restated = ([x.text for x in e.turns] for e in episodes)
+    asked = asked_for(q).rstrip("?")
+    assert q.topic_entities[0].name not in asked
+    first = re.search(r"<think>(.*?)</think>", restated[0]).group(1)
+    assert first.startswith(f"The question asks: {asked}, which takes 2 hops. It is about {q.topic_entities[0].name}.")
+    assert restated[0].split("</think>")[1] == counted[0].split("</think>")[1]
+    assert restated[1:] == counted[1:] and hit(episodes[1], q)
+
+
 def test_grounding_requires_every_answer_in_an_observation():
     t = Trajectory(sample_id="q", prompt=[], turns=[Turn(text="", observation='["Nairobi"]')],
                    answer=[Entity("m.1", "Nairobi")])
