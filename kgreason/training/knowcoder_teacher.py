@@ -207,11 +207,12 @@ class ScriptedKnowCoderTeacher:
         sketch = f"SELECT DISTINCT ?x WHERE {{ VALUES ?x {{{ref}}} }}"
         path = list(sample.relation_path or [])
         n_hops = len(path) if self.plan_hops else 0
-        plan = f" and takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
+        takes = f"takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
         if self.restate:
-            first = f"The question asks: {semantic.rstrip('?.! ')}{plan.replace(' and', ', which')}. It is about {name}."
+            first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
+                     + f". It is about {name}.")
         else:
-            first = f"The question is about {name}{plan}."
+            first = f"The question is about {name}" + (f" and {takes}" if takes else "") + "."
         r = env.step(f"<think>{first} I will look at the relation patterns around it.</think>"
                      + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
         shown = _shown(r)
