@@ -39,6 +39,13 @@ def by_type():
     return {k: v[:8] for k, v in groups.items()}
 
 
+@pytest.fixture(scope="module")
+def metaqa_2hop():
+    """The MetaQA fixture's KB and its first 2-hop dev question."""
+    fixtures = FIXTURES / "metaqa_mini"
+    return load_metaqa_kb(fixtures / "kb.txt"), load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
+
+
 def hit(t, q) -> bool:
     return any(matches(a, g) for a in t.answer for g in q.answers)
 
@@ -87,12 +94,10 @@ def test_scripted_teacher_writes_only_what_the_policy_can_see(demo_oxigraph, by_
     assert quoted >= 12  # most of the 16 quote the pattern they query
 
 
-def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves():
+def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves(metaqa_2hop):
     """With ``plan_hops`` the first thought says how many hops the question takes and each
     later one which hop it is at; the tool calls are those of the unplanned episode."""
-    fixtures = FIXTURES / "metaqa_mini"
-    kb = load_metaqa_kb(fixtures / "kb.txt")
-    q = load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
+    kb, q = metaqa_2hop
     assert len(q.relation_path) == 2
     episodes = {plan: ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=plan)
                 .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for plan in (False, True)}
@@ -107,12 +112,10 @@ def test_a_planned_episode_counts_its_hops_and_makes_the_same_moves():
     assert thoughts[searches].startswith(hop_at(searches - 1, 1, 2))  # the query: the hops left
 
 
-def test_a_restated_plan_writes_the_count_after_the_questions_words():
+def test_a_restated_plan_writes_the_count_after_the_questions_words(metaqa_2hop):
     """With ``restate`` the first thought quotes what is asked, then the count, then the
     topic; nothing else in the episode changes."""
-    fixtures = FIXTURES / "metaqa_mini"
-    kb = load_metaqa_kb(fixtures / "kb.txt")
-    q = load_dataset("metaqa", path=fixtures, split="dev", hops=2)[0]
+    kb, q = metaqa_2hop
     episodes = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True, restate=r)
                 .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for r in (False, True)]
     counted, restated = ([x.text for x in e.turns] for e in episodes)

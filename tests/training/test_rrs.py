@@ -15,6 +15,7 @@ from kgreason.models import CausalLMPolicy
 from kgreason.training import ReferencedRejectionSampledColdStart
 from kgreason.training.kbqa_r1_teacher import ScriptedKBQAR1Teacher
 from kgreason.training.teachers import OpenAITeacher
+from tests.conftest import FIXTURES
 from tests.training.test_rejection_sampling import _Stub, stub  # noqa: F401 - the endpoint fixture
 
 
@@ -141,11 +142,9 @@ def test_the_probe_reads_the_gold_relation_off_the_gate_and_renumbers(demo_oxigr
 
 
 def test_metaqa_references_come_from_the_relation_path(policy):
-    from pathlib import Path
-
     from kgreason.kb import load_metaqa_kb
 
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "metaqa_mini"
+    fixtures = FIXTURES / "metaqa_mini"
     kb = load_metaqa_kb(fixtures / "kb.txt")
     qs = load_dataset("metaqa", path=fixtures, split="dev", hops=(1, 2))
     assert qs and all(s.sexpr is None and s.relation_path for s in qs)
