@@ -105,12 +105,20 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     from torch.utils.data import DataLoader
 
     from kgreason.models import resolve_bf16
-    from kgreason.training import LengthGroupedBatches, SFTLitModule, annotate_sft_losses, collate
+    from kgreason.training import (
+        LengthGroupedBatches,
+        SFTLitModule,
+        annotate_sft_losses,
+        collate,
+        length_fit,
+    )
 
     trajs = p.cold_start(p.train, p.make_env, p.policy)
     if not trajs:
         return 0
     log.info("SFT on %d cold-start trajectories (%r)", len(trajs), p.cold_start)
+    fit = length_fit(trajs, cfg.sft.max_len, cfg.model.max_response_tokens, cfg.model.max_new_tokens)
+    (log.info if fit.fits else log.warning)("cold-start lengths: %s", fit)
     batches = LengthGroupedBatches([len(t.token_ids) for t in trajs], cfg.sft.batch_size, seed=cfg.seed)
     loader = DataLoader(trajs, batch_sampler=batches,
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,

@@ -26,13 +26,14 @@ from kgreason.training.experience import (
     step_sample,
 )
 from kgreason.training.hard_cases import HardCaseStream, annotate_sft_losses, hard_cases
+from kgreason.training.lengths import LengthFit, length_fit
 from kgreason.training.rl import JsonlSink, PromptStream, RLConfig, RLLitModule
 from kgreason.training.schedules import warmup_cosine
 from kgreason.training.sft import SFTLitModule, masked_nll
 
 __all__ = [
     "ColdStart", "CurriculumStream", "HardCaseStream", "annotate_sft_losses", "hard_cases", "sample_hops", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
-    "LengthGroupedBatches", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
+    "LengthFit", "LengthGroupedBatches", "length_fit", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
     "RLLitModule", "SFTLitModule", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
     "isp_sft_trajectories", "leave_process_group", "rank_and_world", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
 ]

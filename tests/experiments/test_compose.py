@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from kgreason.compose import CONFIG_DIR, build_parts, compose_config, validate_config
 from kgreason.envs import KGEnv
 from kgreason.errors import ConfigError, DatasetError, RewardError
-from kgreason.training import ColdStart, ExperienceSource, RLConfig
+from kgreason.training import ColdStart, ExperienceSource, RLConfig, length_fit
 from kgreason.types import KBQASample
 
 METHODS = sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml"))
@@ -82,6 +82,23 @@ def test_the_preset_sizes_the_method_and_specialises_its_parts():
     isp = compose_config(["method=isp_dtpo", "preset=demo"])
     assert isp.rollout.max_active == 2 and "oracle" not in isp.cold_start  # the tree's own cap only
     assert compose_config(["method=isp_dtpo", "preset=smoke"]).rollout.max_active is None
+
+
+@pytest.mark.parametrize(("method", "preset"), [*((m, "demo") for m in METHODS), ("knowcoder_a1", "metaqa")])
+def test_the_preset_fits_its_cold_start_episodes(method, preset, tmp_path):
+    # each method's preset lengths were sized on its cold start (experiments/conf/method_preset/):
+    # SFT would cut an episode that overran sft.max_len, a rollout stop one that overran
+    # the response budget before its answer
+    if preset == "metaqa" and not METAQA.exists():
+        pytest.skip(f"MetaQA data not at {METAQA}")
+    cfg = compose_config([f"method={method}", f"preset={preset}"])
+    p = _build(cfg)
+    # a trained ranker shows the gold relations the cold start writes (KG-Reasoner), as in a run
+    p.ranker_training(p.train, p.make_env, tmp_path, OmegaConf.to_container(cfg.trainer, resolve=True))
+    trajs = p.cold_start(p.train[:: max(1, len(p.train) // 60)][:60], p.make_env, p.policy)  # across the split
+    assert len(trajs) >= 20
+    fit = length_fit(trajs, cfg.sft.max_len, cfg.model.max_response_tokens, cfg.model.max_new_tokens)
+    assert fit.fits, str(fit)
 
 
 @pytest.mark.parametrize("trainer", ["cpu", "gpu", "ddp"])
