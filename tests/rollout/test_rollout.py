@@ -113,13 +113,19 @@ class ScriptedEngine(Engine):
         return out
 
 
-def test_rollout_with_scripted_oracle_answers_correctly(tiny, demo_oxigraph):
-    qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:6]
+def oracle_scripts(policy, kb, qs, max_turns: int) -> dict[str, dict]:
+    """The path oracle's KG-R1 episode of each question, as :class:`ScriptedEngine` scripts
+    (question id → its prompt's token ids and its turns' texts)."""
     scripts = {}
     for q in qs:
-        env = make_env("kg_r1", demo_oxigraph, max_turns=10)
-        traj = PathOracle().messages(env, q)
-        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+        traj = PathOracle().messages(make_env("kg_r1", kb, max_turns=max_turns), q)
+        scripts[q.id] = {"prompt": policy.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+    return scripts
+
+
+def test_rollout_with_scripted_oracle_answers_correctly(tiny, demo_oxigraph):
+    qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:6]
+    scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=10)
     ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
     trajs, stats = ro.run([make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs)
     assert all(f1(t.answer, q.answers) == 1.0 for t, q in zip(trajs, qs, strict=True))
@@ -131,10 +137,7 @@ def test_progress_counts_turns_and_adds_up_to_the_turn_budget(tiny, demo_oxigrap
     # the unused turns of those that ended in it
     pool = [q for q in load_dataset("demo", split="dev") if expressible(q)]
     qs = [q for q in pool if len(q.relation_path) == 1][:3] + [q for q in pool if len(q.relation_path) > 1][:3]
-    scripts = {}
-    for q in qs:
-        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=10), q)
-        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+    scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=10)
     lengths = sorted(len(v["texts"]) for v in scripts.values())
     assert len(set(lengths)) > 1
     calls: list[int] = []
@@ -152,10 +155,7 @@ def test_evaluation_progress_reaches_its_turn_budget(tiny, demo_oxigraph):
     from kgreason.eval import evaluate, turn_budget
 
     qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:5]
-    scripts = {}
-    for q in qs:
-        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=6), q)
-        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
+    scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=6)
     calls: list[int] = []
     ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
 
@@ -173,11 +173,10 @@ def test_sampled_evaluation_scores_each_run_alone(tiny, demo_oxigraph):
     from kgreason.eval import evaluate
 
     qs = [q for q in load_dataset("demo", split="dev") if expressible(q) and len(q.answers) == 1][:3]
-    scripts = {}
+    scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=6)
     for q in qs:
-        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=6), q)
-        wrong = traj.turns[-1].text.replace(q.answers[0].label, "Atlantis")
-        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns] + [wrong]}
+        texts = scripts[q.id]["texts"]
+        texts.append(texts[-1].replace(q.answers[0].label, "Atlantis"))  # the second run's wrong answer
     ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
     report, trajs = evaluate(ro, lambda: make_env("kg_r1", demo_oxigraph, max_turns=6), qs, batch_size=3, n_runs=2)
     assert len(trajs) == 6

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
-from kgreason.envs.oracle import PathOracle, expressible
+from kgreason.envs.oracle import expressible
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import MultiTurnRollout
 from kgreason.training import collate, length_fit
 from kgreason.types import Trajectory
-from tests.rollout.test_rollout import ScriptedEngine
+from tests.rollout.test_rollout import ScriptedEngine, oracle_scripts
 
 
 def episode(generated: list[int], prompt: int = 5, observation: int = 3) -> Trajectory:
@@ -54,23 +54,19 @@ def test_it_counts_what_the_rollout_and_sft_cut(demo_oxigraph):
     # ones it counts over max_len
     tiny = CausalLMPolicy.tiny(seed=0)
     qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:12]
-    scripts = {}
-    for q in qs:
-        traj = PathOracle().messages(make_env("kg_r1", demo_oxigraph, max_turns=10), q)
-        scripts[q.id] = {"prompt": tiny.chat_ids(traj.prompt), "texts": [t.text for t in traj.turns]}
-    free, _ = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, {k: dict(v, texts=list(v["texts"])) for k, v in
-                                                               scripts.items()}),
-                               tiny.tokenizer, tiny.chat_ids).run(
-        [make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs)
+
+    def play(budget: int | None = None):
+        engine = ScriptedEngine(tiny.tokenizer, oracle_scripts(tiny, demo_oxigraph, qs, max_turns=10))
+        return MultiTurnRollout(engine, tiny.tokenizer, tiny.chat_ids, max_response_tokens=budget).run(
+            [make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs)
+
+    free, _ = play()
     assert all(t.answer for t in free)
     before = sorted(length_fit([t]).longest_before_answer for t in free)
     budget = before[len(before) // 2]
     fit = length_fit(free, max_len=sorted(len(t.token_ids) for t in free)[len(free) // 2],
                      max_response_tokens=budget)
     assert 0 < fit.over_response < len(qs)
-    _, stats = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids,
-                                max_response_tokens=budget).run(
-        [make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs)
+    _, stats = play(budget)
     assert stats.truncated == fit.over_response
     assert 0 < fit.over_max_len == int(collate(free, pad_id=0, max_len=fit.max_len)["truncated"])
-
