@@ -69,7 +69,9 @@ def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "
         have = rows[next(iter(shared))]
         if own[name] not in have:
             raise ValueError(f"run {name!r} has no metric {own[name]!r}; its rows have {sorted(have)}")
-    names = sorted({_group(first[q], by) for q in shared}) if groups is None else list(groups)
+    # "all" always leads the table; naming it in ``groups`` must not add a second row
+    names = (sorted({_group(first[q], by) for q in shared}) if groups is None
+             else [g for g in groups if g.lower() != "all"])
     out = []
     for g in ["all", *names]:
         ids = sorted(q for q in shared if g == "all" or _group(first[q], by).lower() == g.lower())

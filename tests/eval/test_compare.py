@@ -24,6 +24,8 @@ def test_only_shared_questions_and_chosen_groups(tmp_path, capsys):
     assert [(r["group"], r["n"]) for r in table] == [("all", 2), ("2-hop", 1), ("cvt", 1), ("superlative", 0)]
     assert table[0]["a"] == 0.5 and table[0]["b"] == 0.25
     assert table[2]["b"] == 0.5
+    named_all = compare({"a": load_rows(a), "b": load_rows(b)}, groups=["all", "cvt"])
+    assert [(r["group"], r["n"]) for r in named_all] == [("all", 2), ("cvt", 1)]
     assert main([f"a={a}", f"b={b}", "--groups", "2-hop"]) == 0
     assert "| 2-hop | 1 | 1.000 | 0.000 |" in capsys.readouterr().out
 
