@@ -175,17 +175,22 @@ class ScriptedKnowCoderTeacher:
         restate: the first thought restates what the question asks (its words without the
             topic's name) before anything else it says, so that with ``plan_hops`` the
             count is written right after the words that decide it.
+        plan_path: with ``plan_hops``, the count follows the gold path's relations in order,
+            directions left out ("which follows directed_by, directed_by, written_by: 3
+            hops"), so that the policy writes one relation per hop the question's words
+            name and counts what it wrote.
     """
 
     name = "scripted"
 
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
-                 plan_hops: bool = False, restate: bool = False):
+                 plan_hops: bool = False, restate: bool = False, plan_path: bool = False):
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error
         self.plan_hops = plan_hops
         self.restate = restate
+        self.plan_path = plan_path
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -208,6 +213,8 @@ class ScriptedKnowCoderTeacher:
         path = list(sample.relation_path or [])
         n_hops = len(path) if self.plan_hops else 0
         takes = f"takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
+        if n_hops and self.plan_path:
+            takes = f"follows {', '.join(r.lstrip('~') for r in path)}: {n_hops} hop{'s' * (n_hops > 1)}"
         if self.restate:
             first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
                      + f". It is about {name}.")
@@ -269,4 +276,5 @@ class ScriptedKnowCoderTeacher:
 
     def __repr__(self) -> str:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
-                f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate})")
+                f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate}, "
+                f"plan_path={self.plan_path})")

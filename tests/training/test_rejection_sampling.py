@@ -127,6 +127,23 @@ def test_a_restated_plan_writes_the_count_after_the_questions_words(metaqa_2hop)
     assert restated[1:] == counted[1:] and hit(episodes[1], q)
 
 
+def test_a_planned_path_names_each_hops_relation_before_the_count(metaqa_2hop):
+    """With ``plan_path`` the count follows the gold path's relations (no directions);
+    the tool calls and every later turn are those of the counted episode."""
+    kb, q = metaqa_2hop
+    episodes = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True,
+                                         restate=True, plan_path=p)
+                .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for p in (False, True)]
+    counted, planned = ([x.text for x in e.turns] for e in episodes)
+    rels = [r.lstrip("~") for r in q.relation_path]
+    assert len(rels) == 2 and any(r.startswith("~") for r in q.relation_path)  # a backward hop to drop
+    first = re.search(r"<think>(.*?)</think>", planned[0]).group(1)
+    assert first.startswith(f"The question asks: {asked_for(q).rstrip('?')}, which follows "
+                            f"{rels[0]}, {rels[1]}: 2 hops. It is about {q.topic_entities[0].name}.")
+    assert planned[0].split("</think>")[1] == counted[0].split("</think>")[1]
+    assert planned[1:] == counted[1:] and hit(episodes[1], q)
+
+
 def test_grounding_requires_every_answer_in_an_observation():
     t = Trajectory(sample_id="q", prompt=[], turns=[Turn(text="", observation='["Nairobi"]')],
                    answer=[Entity("m.1", "Nairobi")])
