@@ -212,9 +212,9 @@ class ScriptedKnowCoderTeacher:
         sketch = f"SELECT DISTINCT ?x WHERE {{ VALUES ?x {{{ref}}} }}"
         path = list(sample.relation_path or [])
         n_hops = len(path) if self.plan_hops else 0
-        takes = f"takes {n_hops} hop{'s' * (n_hops > 1)}" if n_hops else ""
-        if n_hops and self.plan_path:
-            takes = f"follows {', '.join(r.lstrip('~') for r in path)}: {n_hops} hop{'s' * (n_hops > 1)}"
+        hops = f"{n_hops} hop{'s' * (n_hops > 1)}"
+        takes = "" if not n_hops else (f"follows {', '.join(r.lstrip('~') for r in path)}: {hops}"
+                                       if self.plan_path else f"takes {hops}")
         if self.restate:
             first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
                      + f". It is about {name}.")
