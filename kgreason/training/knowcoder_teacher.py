@@ -179,18 +179,24 @@ class ScriptedKnowCoderTeacher:
             directions left out ("which follows directed_by, directed_by, written_by: 3
             hops"), so that the policy writes one relation per hop the question's words
             name and counts what it wrote.
+        path_directions: with ``plan_path``, a relation walked from its object to its subject
+            keeps the path's ``~`` ("which follows directed_by, ~directed_by, written_by"), so
+            that "the director of <film>" and "the films directed by <person>" are written
+            differently and a 3-hop question's way back from the middle entity is spelled out.
     """
 
     name = "scripted"
 
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
-                 plan_hops: bool = False, restate: bool = False, plan_path: bool = False):
+                 plan_hops: bool = False, restate: bool = False, plan_path: bool = False,
+                 path_directions: bool = False):
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error
         self.plan_hops = plan_hops
         self.restate = restate
         self.plan_path = plan_path
+        self.path_directions = path_directions
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -213,7 +219,8 @@ class ScriptedKnowCoderTeacher:
         path = list(sample.relation_path or [])
         n_hops = len(path) if self.plan_hops else 0
         hops = f"{n_hops} hop{'s' * (n_hops > 1)}"
-        takes = "" if not n_hops else (f"follows {', '.join(r.lstrip('~') for r in path)}: {hops}"
+        written = path if self.path_directions else [r.lstrip("~") for r in path]
+        takes = "" if not n_hops else (f"follows {', '.join(written)}: {hops}"
                                        if self.plan_path else f"takes {hops}")
         if self.restate:
             first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
@@ -277,4 +284,4 @@ class ScriptedKnowCoderTeacher:
     def __repr__(self) -> str:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
                 f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate}, "
-                f"plan_path={self.plan_path})")
+                f"plan_path={self.plan_path}, path_directions={self.path_directions})")

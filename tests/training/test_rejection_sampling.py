@@ -144,6 +144,22 @@ def test_a_planned_path_names_each_hops_relation_before_the_count(metaqa_2hop):
     assert planned[1:] == counted[1:] and hit(episodes[1], q)
 
 
+def test_a_directed_path_keeps_each_backward_hops_tilde(metaqa_2hop):
+    """With ``path_directions`` the path is written as the sample stores it (``~r`` for a
+    hop walked backwards); nothing else in the episode changes."""
+    kb, q = metaqa_2hop
+    episodes = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True,
+                                         restate=True, plan_path=True, path_directions=d)
+                .episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for d in (False, True)]
+    plain, directed = ([x.text for x in e.turns] for e in episodes)
+    assert q.relation_path[0].startswith("~") and not q.relation_path[1].startswith("~")
+    first = re.search(r"<think>(.*?)</think>", directed[0]).group(1)
+    assert f"which follows {q.relation_path[0]}, {q.relation_path[1]}: 2 hops." in first
+    assert first.replace("~", "") == re.search(r"<think>(.*?)</think>", plain[0]).group(1)
+    assert directed[0].split("</think>")[1] == plain[0].split("</think>")[1]
+    assert directed[1:] == plain[1:] and hit(episodes[1], q)
+
+
 def test_grounding_requires_every_answer_in_an_observation():
     t = Trajectory(sample_id="q", prompt=[], turns=[Turn(text="", observation='["Nairobi"]')],
                    answer=[Entity("m.1", "Nairobi")])
