@@ -183,6 +183,10 @@ class ScriptedKnowCoderTeacher:
             keeps the path's ``~`` ("which follows directed_by, ~directed_by, written_by"), so
             that "the director of <film>" and "the films directed by <person>" are written
             differently and a 3-hop question's way back from the middle entity is spelled out.
+
+    Raises:
+        ConfigError: a probability outside [0, 1], ``plan_path`` without ``plan_hops``, or
+            ``path_directions`` without ``plan_path``.
     """
 
     name = "scripted"
@@ -190,6 +194,16 @@ class ScriptedKnowCoderTeacher:
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
                  plan_hops: bool = False, restate: bool = False, plan_path: bool = False,
                  path_directions: bool = False):
+        for key, p in (("p_types", p_types), ("p_detour", p_detour), ("p_syntax_error", p_syntax_error)):
+            if not 0.0 <= p <= 1.0:
+                raise ConfigError(f"ScriptedKnowCoderTeacher: {key}={p!r} is not a probability in [0, 1]")
+        # each option only rewrites the thought the one before it writes; alone it would be
+        # silently ignored and a run would measure the teacher without it
+        for key, on, needs, has in (("plan_path", plan_path, "plan_hops", plan_hops),
+                                    ("path_directions", path_directions, "plan_path", plan_path)):
+            if on and not has:
+                raise ConfigError(f"ScriptedKnowCoderTeacher: {key}=True needs {needs}=True "
+                                  f"(got {needs}={has!r})")
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error

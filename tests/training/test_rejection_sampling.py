@@ -160,6 +160,18 @@ def test_a_directed_path_keeps_each_backward_hops_tilde(metaqa_2hop):
     assert directed[1:] == plain[1:] and hit(episodes[1], q)
 
 
+@pytest.mark.parametrize("kwargs, named", [
+    ({"plan_path": True}, "plan_path=True needs plan_hops=True"),
+    ({"plan_hops": True, "path_directions": True}, "path_directions=True needs plan_path=True"),
+    ({"p_detour": 1.5}, "p_detour=1.5"),
+    ({"p_types": -0.1}, "p_types=-0.1"),
+])
+def test_a_teacher_option_that_would_be_ignored_is_a_config_error(kwargs, named):
+    """An option that only rewrites what another one writes must not be silently dropped."""
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        ScriptedKnowCoderTeacher(**kwargs)
+
+
 def test_grounding_requires_every_answer_in_an_observation():
     t = Trajectory(sample_id="q", prompt=[], turns=[Turn(text="", observation='["Nairobi"]')],
                    answer=[Entity("m.1", "Nairobi")])
