@@ -21,9 +21,9 @@ import re
 
 from kgreason.envs.base import KGEnv
 from kgreason.envs.kbqa_r1 import relation_arg, split_action_args
-from kgreason.errors import ConfigError
 from kgreason.kb.sexpr import to_text
 from kgreason.rankers.base import verbalize_relation
+from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, Trajectory
 
 _REF_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\((.*)\)\s*$")
@@ -73,9 +73,7 @@ class ScriptedKBQAR1Teacher:
     """
 
     def __init__(self, p_short: float = 0.1, p_flip: float = 0.05, p_probe: float = 0.0, name: str = "scripted"):
-        for k, v in (("p_short", p_short), ("p_flip", p_flip), ("p_probe", p_probe)):
-            if not 0.0 <= v <= 1.0:
-                raise ConfigError(f"{k}={v} is not a probability")
+        check_probabilities(type(self).__name__, p_short=p_short, p_flip=p_flip, p_probe=p_probe)
         self.p_short = p_short
         self.p_flip = p_flip
         self.p_probe = p_probe

@@ -19,6 +19,7 @@ from kgreason.envs.base import KGEnv
 from kgreason.errors import ConfigError
 from kgreason.eval import f1
 from kgreason.training.cold_start import ColdStart, episode_tokens
+from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -44,8 +45,7 @@ class KGReasonerPathWriter:
     """
 
     def __init__(self, p_error: float = 0.3):
-        if not 0.0 <= p_error <= 1.0:
-            raise ConfigError(f"p_error={p_error} is not a probability")
+        check_probabilities(type(self).__name__, p_error=p_error)
         self.p_error = p_error
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory | None:

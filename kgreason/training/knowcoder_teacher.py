@@ -23,6 +23,7 @@ from kgreason.errors import ConfigError
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.patterns import RelationPattern
 from kgreason.rankers.base import verbalize_relation
+from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, NodePatterns, Trajectory
 
 _IRI = re.compile(r"<([^<>\s]+)>")
@@ -194,9 +195,8 @@ class ScriptedKnowCoderTeacher:
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
                  plan_hops: bool = False, restate: bool = False, plan_path: bool = False,
                  path_directions: bool = False):
-        for key, p in (("p_types", p_types), ("p_detour", p_detour), ("p_syntax_error", p_syntax_error)):
-            if not 0.0 <= p <= 1.0:
-                raise ConfigError(f"ScriptedKnowCoderTeacher: {key}={p!r} is not a probability in [0, 1]")
+        check_probabilities("ScriptedKnowCoderTeacher", p_types=p_types, p_detour=p_detour,
+                            p_syntax_error=p_syntax_error)
         # each option only rewrites the thought the one before it writes; alone it would be
         # silently ignored and a run would measure the teacher without it
         for key, on, needs, has in (("plan_path", plan_path, "plan_hops", plan_hops),

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from kgreason.envs.base import KGEnv
-from kgreason.errors import KGReasonError
+from kgreason.errors import ConfigError, KGReasonError
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -37,6 +37,20 @@ class Teacher(Protocol):
     name: str
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory: ...
+
+
+def check_probabilities(owner: str, **probs: float) -> None:
+    """Raise ``ConfigError`` naming the first of a teacher's ``p_*`` arguments outside [0, 1].
+
+    >>> check_probabilities("T", p_error=0.3)
+    >>> check_probabilities("T", p_error=1.5)
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: T: p_error=1.5 is not a probability in [0, 1]
+    """
+    for key, p in probs.items():
+        if not 0.0 <= p <= 1.0:
+            raise ConfigError(f"{owner}: {key}={p!r} is not a probability in [0, 1]")
 
 
 def close_tags(text: str, stops: Sequence[str]) -> str:
