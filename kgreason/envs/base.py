@@ -166,6 +166,10 @@ class ActionSpace(abc.ABC):
             ans = last_tag(text, self.answer_tag)
             if ans is not None:
                 inner = boxed(ans)
+                if inner is None and "\\boxed{" in ans:
+                    # cut off by the token budget inside the box: what was written, without
+                    # the box's opening glued to the first answer
+                    inner = ans[ans.rfind("\\boxed{") + len("\\boxed{"):].strip()
                 return inner if inner is not None else ans
         return boxed(text)
 

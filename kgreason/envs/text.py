@@ -83,6 +83,9 @@ def boxed(text: str) -> str | None:
     return None
 
 
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
 def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_join: int = 4) -> list[str]:
     """Split an answer string into answers.
 
@@ -96,8 +99,15 @@ def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_jo
     ['Washington, D.C.', 'Paris']
     >>> split_answer("20,000 Years in Sing Sing, Out", is_known=lambda s: s == "20,000 Years in Sing Sing")
     ['20,000 Years in Sing Sing', 'Out']
+    >>> split_answer('["A Cool, Dry Place", "Big", "Bea')  # cut off by the token budget
+    ['A Cool, Dry Place', 'Big']
     """
     raw = raw.strip()
+    if raw.startswith("[") and not raw.endswith("]"):
+        # a JSON list cut off mid-generation: its closed strings, not the unfinished last one
+        items = [json.loads(f'"{m}"').strip() for m in _JSON_STRING.findall(raw)]
+        if items:
+            return [x for x in items if x]
     if raw.startswith("[") and raw.endswith("]"):
         try:
             v = json.loads(raw)

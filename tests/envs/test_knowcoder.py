@@ -71,6 +71,14 @@ def test_the_three_tools_answer_a_question(demo_oxigraph, kenya, ranker):
     assert r.done and r.answer == kenya.answers  # the name resolves to the id it was shown with
 
 
+def test_an_answer_cut_off_inside_the_box_keeps_the_names_written_in_full(demo_oxigraph, kenya):
+    # a long list copied over and over runs into max_new_tokens: no "]}", no "</answer>"
+    env = make_env("knowcoder_a1", demo_oxigraph)
+    env.reset(kenya)
+    r = env.step('<think>done</think><answer>\\boxed{["Nairobi", "Nair')
+    assert r.done and r.answer == kenya.answers  # before: '\\boxed{["Nairobi' was the first answer
+
+
 def test_the_papers_function_call_syntax(demo_oxigraph, kenya):
     env = make_env("knowcoder_a1", demo_oxigraph, call_syntax="function")
     assert 'ExecuteSPARQL(sparql="SELECT' in env.reset(kenya)[0]["content"]
