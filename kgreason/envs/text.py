@@ -86,6 +86,18 @@ def boxed(text: str) -> str | None:
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
+def _json_string(body: str) -> str:
+    """A JSON string literal's value; its text as written when an escape is not JSON's.
+
+    >>> _json_string('say \\\\"hi\\\\"'), _json_string('a\\\\q')
+    ('say "hi"', 'a\\\\q')
+    """
+    try:
+        return json.loads(f'"{body}"')
+    except ValueError:  # a backslash before q, a cut \\u12: model output, not JSON
+        return body
+
+
 def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_join: int = 4) -> list[str]:
     """Split an answer string into answers.
 
@@ -105,7 +117,7 @@ def split_answer(raw: str, is_known: Callable[[str], bool] | None = None, max_jo
     raw = raw.strip()
     if raw.startswith("[") and not raw.endswith("]"):
         # a JSON list cut off mid-generation: its closed strings, not the unfinished last one
-        items = [json.loads(f'"{m}"').strip() for m in _JSON_STRING.findall(raw)]
+        items = [_json_string(m).strip() for m in _JSON_STRING.findall(raw)]
         if items:
             return [x for x in items if x]
     if raw.startswith("[") and raw.endswith("]"):

@@ -77,6 +77,9 @@ def test_an_answer_cut_off_inside_the_box_keeps_the_names_written_in_full(demo_o
     env.reset(kenya)
     r = env.step('<think>done</think><answer>\\boxed{["Nairobi", "Nair')
     assert r.done and r.answer == kenya.answers  # before: '\\boxed{["Nairobi' was the first answer
+    env.reset(kenya)
+    r = env.step('<answer>\\boxed{["Nairobi", "Nai\\qrobi", "Nair')  # not a JSON escape: kept as written
+    assert r.done and r.answer[0] == kenya.answers[0] and r.answer_text.startswith('["Nairobi"')
 
 
 def test_the_papers_function_call_syntax(demo_oxigraph, kenya):
