@@ -165,11 +165,9 @@ class ActionSpace(abc.ABC):
         if f"<{self.answer_tag}>" in text:  # the regexes only when the tag is there
             ans = last_tag(text, self.answer_tag)
             if ans is not None:
-                inner = boxed(ans)
-                if inner is None and "\\boxed{" in ans:
-                    # cut off by the token budget inside the box: what was written, without
-                    # the box's opening glued to the first answer
-                    inner = ans[ans.rfind("\\boxed{") + len("\\boxed{"):].strip()
+                # a box cut off by the token budget: what was written in it, not the box's
+                # opening glued to the first answer
+                inner = boxed(ans, unclosed=True)
                 return inner if inner is not None else ans
         return boxed(text)
 

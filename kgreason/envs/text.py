@@ -63,11 +63,18 @@ def tagged(text: str, tags: Sequence[str]) -> list[tuple[str, str, str]]:
     return [(tag, content, raw) for _, tag, content, raw in out]
 
 
-def boxed(text: str) -> str | None:
+def boxed(text: str, unclosed: bool = False) -> str | None:
     r"""Content of the last ``\boxed{...}`` (balanced braces).
+
+    Args:
+        text: where to look.
+        unclosed: a last box never closed (cut off by the token budget) counts too, as
+            :func:`last_tag` counts an unclosed tag.
 
     >>> boxed(r"so \boxed{Paris, Lyon}.")
     'Paris, Lyon'
+    >>> boxed(r'\boxed{["Paris", "Ly'), boxed(r'\boxed{["Paris", "Ly', unclosed=True)
+    (None, '["Paris", "Ly')
     """
     start = text.rfind("\\boxed{")
     if start < 0:
@@ -80,7 +87,7 @@ def boxed(text: str) -> str | None:
             depth -= 1
             if depth == 0:
                 return text[i:j].strip()
-    return None
+    return text[i:].strip() if unclosed else None
 
 
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
