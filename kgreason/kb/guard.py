@@ -27,7 +27,7 @@ _TOKEN = re.compile(
   | (?P<comment>\#[^\n\r]*)  # SPARQL ends a comment at \n or \r
   | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
                |'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
+  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)  # SPARQL's IRIREF [139]: a no-break space is part of it
   | (?P<var>[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+)
   | (?P<word>[A-Za-z_\u00c0-\uffff][A-Za-z0-9_\-.\u00b7\u00c0-\uffff]*:?[A-Za-z0-9_\-.:%\u00c0-\uffff]*)
   | (?P<other>.)

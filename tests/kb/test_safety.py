@@ -48,6 +48,7 @@ FORBIDDEN = [
     "SELECT ?x WHERE { BIND(sql:f(1) AS ?x) }",
     "SELECT (<http://example.org/f>(1) AS ?x) WHERE {}",  # a custom function IRI
     "PREFIX f: <http://example.org/> SELECT ?x WHERE { ?x ?p ?o FILTER(f:g(?o)) }",
+    "SELECT ?s WHERE { ?s ?p ?o }\xa0;\xa0DROP ALL",  # outside an IRI a no-break space still separates
 ]
 
 ALLOWED = [
@@ -61,6 +62,8 @@ ALLOWED = [
     "PREFIX x: <http://www.w3.org/2001/XMLSchema#> SELECT ?x WHERE { ?x ?p ?v FILTER(x:integer(?v) > 1) }",
     'SELECT (COUNT(DISTINCT ?x) AS ?c) WHERE { ?x ?p ?o FILTER(STRSTARTS(STR(?x), "a") && ?o IN (1, 2)) }',
     "SELECT ?x WHERE { ?x ?p ?o } ORDER BY DESC(?o) LIMIT 1",
+    # an id Hypothesis found: "(" after a no-break space inside an IRI is not a function call
+    "SELECT ?o WHERE { <http://%3C(\xa0> ?p ?o }",
 ]
 
 
