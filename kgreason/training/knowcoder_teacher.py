@@ -55,13 +55,20 @@ def compact_sparql(sparql: str, kb: KnowledgeBase) -> str:
 
 def path_sparql(sample: KBQASample, kb: KnowledgeBase) -> str | None:
     """A query that follows ``sample.relation_path`` from its first topic entity (``~r``:
-    backwards), leaving the topic entity out of multi-hop answers (MetaQA's convention).
+    backwards), never passing through the topic entity again after the first hop nor
+    answering it (MetaQA's convention, as :func:`kgreason.data.paths.gold_walk` walks):
+    "the release years of the films written by the writer of Jab We Met" are the other
+    films' years, not Jab We Met's own.
 
     >>> from kgreason.data import load_demo_kb
     >>> from kgreason.types import Entity
     >>> s = KBQASample(id="q", question="?", topic_entities=[Entity("m.1")], relation_path=["a.b.c", "~d.e.f"])
     >>> path_sparql(s, load_demo_kb())
     'SELECT DISTINCT ?x WHERE { VALUES ?e {ns:m.1} . ?e ns:a.b.c ?y1 . ?x ns:d.e.f ?y1 . FILTER(?x != ?e) }'
+    >>> s.relation_path = ["a.b.c", "~a.b.c", "d.e.f"]
+    >>> path_sparql(s, load_demo_kb())  # doctest: +NORMALIZE_WHITESPACE
+    'SELECT DISTINCT ?x WHERE { VALUES ?e {ns:m.1} . ?e ns:a.b.c ?y1 . ?y2 ns:a.b.c ?y1 . ?y2 ns:d.e.f ?x .
+     FILTER(?y2 != ?e && ?x != ?e) }'
     """
     if not sample.relation_path or not sample.topic_entities:
         return None
@@ -73,7 +80,10 @@ def path_sparql(sample: KBQASample, kb: KnowledgeBase) -> str | None:
         rel = KnowCoderActionSpace.relation_ref(kb, r.lstrip("~"))
         hops.append(f"{nxt} {rel} {prev} ." if back else f"{prev} {rel} {nxt} .")
         prev = nxt
-    keep_out = " FILTER(?x != ?e)" if len(hops) > 1 else ""
+    # the first hop's node is the topic again only through a self-loop: not filtered,
+    # so a 2-hop query stays the one the policy has learnt to write
+    later = [f"?y{i}" for i in range(2, len(hops))] + ["?x"]
+    keep_out = f" FILTER({' && '.join(f'{v} != ?e' for v in later)})" if len(hops) > 1 else ""
     return f"SELECT DISTINCT ?x WHERE {{ VALUES ?e {{{ref}}} . {' '.join(hops)}{keep_out} }}"
 
 
