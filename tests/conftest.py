@@ -9,7 +9,7 @@ import pytest
 
 from kgreason.data.demo import load_demo_kb, write_demo_ntriples
 from kgreason.data.demo.kg import build_demo_kg
-from kgreason.kb import SparqlEndpointKB, netns
+from kgreason.kb import SparqlEndpointKB, load_metaqa_kb, netns
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +23,12 @@ def shared(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"real data not available: {p}")
     return p
+
+
+@pytest.fixture(scope="session")
+def metaqa_kb():
+    """The real MetaQA KG (../shared/data), loaded once for every module that walks it."""
+    return load_metaqa_kb(shared("metaqa", "kb.txt"))
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from kgreason.data import load_dataset
 from kgreason.envs import make_env
 from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1
-from kgreason.kb import load_metaqa_kb
 from tests.conftest import shared
 
 
@@ -20,11 +19,6 @@ def test_oracle_on_every_expressible_demo_question(demo_oxigraph):
     assert len(qs) > 600
     failures = [q.question for q in qs if f1(PathOracle().messages(env, q).answer, q.answers) < 1.0]
     assert not failures, failures[:5]
-
-
-@pytest.fixture(scope="module")
-def metaqa_kb():
-    return load_metaqa_kb(shared("metaqa", "kb.txt"))
 
 
 @pytest.mark.parametrize("hop", [1, 2, 3])

@@ -179,11 +179,6 @@ def test_a_three_hop_path_never_passes_through_the_topic_again(tmp_path):
     assert "FILTER(?y2 != ?e && ?x != ?e)" in t.turns[-2].text
 
 
-@pytest.fixture(scope="module")
-def metaqa_kb():
-    return load_metaqa_kb(shared("metaqa", "kb.txt"))
-
-
 @pytest.mark.parametrize("hop", [2, 3])
 def test_the_teachers_path_query_returns_exactly_metaqas_answers(metaqa_kb, hop):
     """On real MetaQA questions the query the scripted teacher writes returns the gold
