@@ -67,8 +67,12 @@ def path_sparql(sample: KBQASample, kb: KnowledgeBase) -> str | None:
     'SELECT DISTINCT ?x WHERE { VALUES ?e {ns:m.1} . ?e ns:a.b.c ?y1 . ?x ns:d.e.f ?y1 . FILTER(?x != ?e) }'
     >>> s.relation_path = ["a.b.c", "~a.b.c", "d.e.f"]
     >>> path_sparql(s, load_demo_kb())  # doctest: +NORMALIZE_WHITESPACE
-    'SELECT DISTINCT ?x WHERE { VALUES ?e {ns:m.1} . ?e ns:a.b.c ?y1 . ?y2 ns:a.b.c ?y1 . ?y2 ns:d.e.f ?x .
-     FILTER(?y2 != ?e && ?x != ?e) }'
+    'SELECT DISTINCT ?x WHERE { VALUES ?e {ns:m.1} . ?e ns:a.b.c ?y1 . ?y2 ns:a.b.c ?y1 . FILTER(?y2 != ?e)
+     ?y2 ns:d.e.f ?x . FILTER(?x != ?e) }'
+
+    Each later node is kept out right after the triple that reaches it, so a 3-hop query
+    is the 2-hop one with its end renamed and one more hop in the same two-part form,
+    and every query ends as a 2-hop one does.
     """
     if not sample.relation_path or not sample.topic_entities:
         return None
@@ -79,12 +83,11 @@ def path_sparql(sample: KBQASample, kb: KnowledgeBase) -> str | None:
         back = r.startswith("~")
         rel = KnowCoderActionSpace.relation_ref(kb, r.lstrip("~"))
         hops.append(f"{nxt} {rel} {prev} ." if back else f"{prev} {rel} {nxt} .")
+        # the first hop's node is the topic again only through a self-loop: not filtered
+        if i:
+            hops.append(f"FILTER({nxt} != ?e)")
         prev = nxt
-    # the first hop's node is the topic again only through a self-loop: not filtered,
-    # so a 2-hop query stays the one the policy has learnt to write
-    later = [f"?y{i}" for i in range(2, len(hops))] + ["?x"]
-    keep_out = f" FILTER({' && '.join(f'{v} != ?e' for v in later)})" if len(hops) > 1 else ""
-    return f"SELECT DISTINCT ?x WHERE {{ VALUES ?e {{{ref}}} . {' '.join(hops)}{keep_out} }}"
+    return f"SELECT DISTINCT ?x WHERE {{ VALUES ?e {{{ref}}} . {' '.join(hops)} }}"
 
 
 def _relations(sparql: str, kb: KnowledgeBase) -> list[str]:

@@ -176,7 +176,7 @@ def test_a_three_hop_path_never_passes_through_the_topic_again(tmp_path):
     t = ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0).episode(
         make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0))
     assert [a.name for a in t.answer] == ["1950"]
-    assert "FILTER(?y2 != ?e && ?x != ?e)" in t.turns[-2].text
+    assert "FILTER(?y2 != ?e) ?y2 rel:release_year ?x . FILTER(?x != ?e)" in t.turns[-2].text
 
 
 @pytest.mark.parametrize("hop", [2, 3])
