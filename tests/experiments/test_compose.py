@@ -85,6 +85,17 @@ def test_the_preset_sizes_the_method_and_specialises_its_parts():
     assert compose_config(["method=isp_dtpo", "preset=smoke"]).rollout.max_active is None
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("method", METHODS)
+def test_a_reward_curriculum_switches_inside_the_presets_rl_stage(method, preset):
+    # a component that starts (from_step) or stops (until_step) at or after the last RL
+    # iteration never takes its turn: the F0.5 -> F1 switch of a preset sized for 14
+    # iterations would never come in a 4-iteration stage
+    cfg = compose_config([f"method={method}", f"preset={preset}"])
+    steps = [c.get(k) for c in cfg.reward.get("components", []) for k in ("from_step", "until_step")]
+    assert all(0 < s < cfg.rl.iterations for s in steps if s is not None), (steps, cfg.rl.iterations)
+
+
 @pytest.mark.parametrize(("method", "preset"), [*((m, "demo") for m in METHODS), ("knowcoder_a1", "metaqa")])
 def test_the_preset_fits_its_cold_start_episodes(method, preset, tmp_path):
     # each method's preset lengths were sized on its cold start (experiments/conf/method_preset/):
