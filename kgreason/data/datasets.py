@@ -216,7 +216,11 @@ _TOPIC = re.compile(r"\[([^\]]+)\]")
 @register_dataset("metaqa")
 def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] = (1, 2, 3),
                 variant: str = "vanilla", **_: Any) -> list[KBQASample]:
-    """MetaQA ``{k}-hop/{variant}/qa_{split}.txt`` with ``qa_{split}_qtype.txt`` types."""
+    """MetaQA ``{k}-hop/{variant}/qa_{split}.txt`` with ``qa_{split}_qtype.txt`` types.
+
+    A question with a known type gets its relation path and, in ``meta["path_kinds"]``, the
+    kinds of node that path passes, topic first (``["movie", "director", "movie"]``).
+    """
     root = Path(path)
     if root.is_file():
         root = root.parent
@@ -236,15 +240,19 @@ def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] 
             question, answers = line.split("\t", 1)
             topics = _TOPIC.findall(question)
             qtype = qtypes[i].strip() if i < len(qtypes) else None
+            relation_path = metaqa_path(qtype) if qtype else None
+            meta: dict[str, Any] = {"raw_question": question, "qtype": qtype}
+            if relation_path is not None:
+                meta["path_kinds"] = qtype.split("_to_")
             out.append(KBQASample(
                 id=f"metaqa-{h}hop-{split}-{i}",
                 question=_TOPIC.sub(r"\1", question).strip(),
                 topic_entities=[Entity(t, t) for t in topics],
                 answers=[Entity(a, a) for a in answers.split("|") if a],
-                relation_path=metaqa_path(qtype) if qtype else None,
+                relation_path=relation_path,
                 hops=h,
                 level=qtype,
-                meta={"raw_question": question, "qtype": qtype},
+                meta=meta,
             ))
     return out
 

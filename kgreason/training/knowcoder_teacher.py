@@ -197,23 +197,30 @@ class ScriptedKnowCoderTeacher:
             keeps the path's ``~`` ("which follows directed_by, ~directed_by, written_by"), so
             that "the director of <film>" and "the films directed by <person>" are written
             differently and a 3-hop question's way back from the middle entity is spelled out.
+        path_kinds: with ``plan_path``, the relations follow the kinds of node the path passes,
+            topic first ("which goes movie -> director -> movie -> actor and follows
+            directed_by, directed_by, starred_actors: 3 hops"), read from the sample's
+            ``meta["path_kinds"]`` (MetaQA's question type); a sample without them is planned
+            as with ``plan_path`` alone. The kinds are the question's own nouns ("the films
+            directed by the director of A"), and a relation that repeats passes a kind twice.
 
     Raises:
         ConfigError: a probability outside [0, 1], ``plan_path`` without ``plan_hops``, or
-            ``path_directions`` without ``plan_path``.
+            ``path_directions`` or ``path_kinds`` without ``plan_path``.
     """
 
     name = "scripted"
 
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
                  plan_hops: bool = False, restate: bool = False, plan_path: bool = False,
-                 path_directions: bool = False):
+                 path_directions: bool = False, path_kinds: bool = False):
         check_probabilities("ScriptedKnowCoderTeacher", p_types=p_types, p_detour=p_detour,
                             p_syntax_error=p_syntax_error)
         # each option only rewrites the thought the one before it writes; alone it would be
         # silently ignored and a run would measure the teacher without it
         for key, on, needs, has in (("plan_path", plan_path, "plan_hops", plan_hops),
-                                    ("path_directions", path_directions, "plan_path", plan_path)):
+                                    ("path_directions", path_directions, "plan_path", plan_path),
+                                    ("path_kinds", path_kinds, "plan_path", plan_path)):
             if on and not has:
                 raise ConfigError(f"ScriptedKnowCoderTeacher: {key}=True needs {needs}=True "
                                   f"(got {needs}={has!r})")
@@ -224,6 +231,7 @@ class ScriptedKnowCoderTeacher:
         self.restate = restate
         self.plan_path = plan_path
         self.path_directions = path_directions
+        self.path_kinds = path_kinds
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -247,7 +255,9 @@ class ScriptedKnowCoderTeacher:
         n_hops = len(path) if self.plan_hops else 0
         hops = f"{n_hops} hop{'s' * (n_hops > 1)}"
         written = path if self.path_directions else [r.lstrip("~") for r in path]
-        takes = "" if not n_hops else (f"follows {', '.join(written)}: {hops}"
+        kinds = sample.meta.get("path_kinds") if self.path_kinds else None
+        goes = f"goes {' -> '.join(kinds)} and " if kinds and len(kinds) == len(path) + 1 else ""
+        takes = "" if not n_hops else (f"{goes}follows {', '.join(written)}: {hops}"
                                        if self.plan_path else f"takes {hops}")
         if self.restate:
             first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
@@ -311,4 +321,5 @@ class ScriptedKnowCoderTeacher:
     def __repr__(self) -> str:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
                 f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate}, "
-                f"plan_path={self.plan_path}, path_directions={self.path_directions})")
+                f"plan_path={self.plan_path}, path_directions={self.path_directions}, "
+                f"path_kinds={self.path_kinds})")

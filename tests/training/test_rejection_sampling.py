@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -162,6 +163,27 @@ def test_a_directed_path_keeps_each_backward_hops_tilde(metaqa_2hop):
     assert directed[1:] == plain[1:] and hit(episodes[1], q)
 
 
+def test_a_kinded_path_names_each_node_the_path_passes_before_its_relations(metaqa_2hop):
+    """With ``path_kinds`` the relations follow the kinds of node the path passes (MetaQA's
+    question type, topic first); nothing else in the episode changes, and a sample without
+    kinds is planned as with ``plan_path`` alone."""
+    kb, q = metaqa_2hop
+    kinds = q.meta["path_kinds"]
+    assert kinds == q.meta["qtype"].split("_to_") and len(kinds) == len(q.relation_path) + 1 == 3
+    bare = dataclasses.replace(q, meta={k: v for k, v in q.meta.items() if k != "path_kinds"})
+    teachers = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True,
+                                         restate=True, plan_path=True, path_kinds=k) for k in (False, True)]
+    plain, kinded, unkinded = ([x.text for x in t.episode(make_env("knowcoder_a1", kb, max_turns=6), s,
+                                                          random.Random(0)).turns]
+                               for t, s in ((teachers[0], q), (teachers[1], q), (teachers[1], bare)))
+    rels = ", ".join(r.lstrip("~") for r in q.relation_path)
+    first = re.search(r"<think>(.*?)</think>", kinded[0]).group(1)
+    assert f"which goes {kinds[0]} -> {kinds[1]} -> {kinds[2]} and follows {rels}: 2 hops." in first
+    assert first.replace(f"goes {' -> '.join(kinds)} and ", "") == re.search(r"<think>(.*?)</think>", plain[0]).group(1)
+    assert kinded[0].split("</think>")[1] == plain[0].split("</think>")[1] and kinded[1:] == plain[1:]
+    assert unkinded == plain
+
+
 def test_a_three_hop_path_never_passes_through_the_topic_again(tmp_path):
     """MetaQA's "years of the films written by the writer of A" are the other films'
     years: the teacher's query must not walk back onto A at the middle hop (A's own
@@ -196,6 +218,7 @@ def test_the_teachers_path_query_returns_exactly_metaqas_answers(metaqa_kb, hop)
 @pytest.mark.parametrize("kwargs, named", [
     ({"plan_path": True}, "plan_path=True needs plan_hops=True"),
     ({"plan_hops": True, "path_directions": True}, "path_directions=True needs plan_path=True"),
+    ({"plan_hops": True, "path_kinds": True}, "path_kinds=True needs plan_path=True"),
     ({"p_detour": 1.5}, "p_detour=1.5"),
     ({"p_types": -0.1}, "p_types=-0.1"),
 ])
