@@ -237,3 +237,42 @@ def test_shared_prefix_len_stops_at_the_first_difference_or_pad():
     assert shared_prefix_len(ids, torch.ones_like(ids)) == 3
     assert shared_prefix_len(ids, torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1]])) == 2
     assert shared_prefix_len(ids[:1], torch.ones_like(ids[:1])) == 4
+
+
+@pytest.mark.parametrize("share", [0, 8])
+def test_a_right_padded_batch_without_its_padding_mask_gives_the_same_logprobs_and_gradients(share):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = CausalLMPolicy.tiny().tokenizer
+    torch.manual_seed(8)  # grouped keys and values, as SmolLM2's (9 query heads, 3 key/value heads)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                      num_attention_heads=6, num_key_value_heads=2, tie_word_embeddings=True,
+                      pad_token_id=tok.pad_token_id)
+    pol = CausalLMPolicy(LlamaForCausalLM(cfg), tok, lora=LoraSettings(r=4, alpha=8), bf16=False,
+                         share_prefix=share)
+    with torch.no_grad():
+        for name, p in pol.model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape) * 0.05)
+    ids, attn, loss_mask, n_prefix = _two_turn_batch(pol)
+    assert (attn[:, -1] == 0).any() and attn[:, -1].any()  # a row ends in padding, another does not
+    pol.causal_right_padding = False
+    kept = _logprobs_and_grads(pol, ids, attn, n_prefix, loss_mask=loss_mask, weight=loss_mask)
+    pol.causal_right_padding = True
+    dropped = _logprobs_and_grads(pol, ids, attn, n_prefix, loss_mask=loss_mask, weight=loss_mask)
+    on = loss_mask.bool()
+    assert (kept[0][on] < 0).all() and any(g.abs().sum() > 0 for g in kept[2])
+    assert torch.allclose(kept[0][on], dropped[0][on], atol=1e-5)
+    assert torch.allclose(kept[1][on], dropped[1][on], atol=1e-4)
+    for a, b in zip(kept[2], dropped[2], strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_only_a_batch_with_no_padding_before_a_token_counts_as_right_padded():
+    from kgreason.models.policy import is_right_padded
+
+    assert is_right_padded(torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]]))
+    assert is_right_padded(torch.ones(2, 3, dtype=torch.long))
+    assert not is_right_padded(torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1]]))  # left padding (generation)
+    assert not is_right_padded(torch.tensor([[1, 0, 1, 0]]))  # a hole
+    assert not is_right_padded(torch.tensor([[0, 0, 0]]))  # a row with no token
