@@ -1,7 +1,6 @@
 """SFT step time of SmolLM2 + LoRA: prompt projection skipped or not, all layers or the
 top ones, the batch's shared prompt prefix encoded once or per row, only the loss tokens
-projected onto the vocabulary or every later one, the right-padded batch's padding mask
-dropped (causal attention alone) or kept, bf16 or float32.
+projected onto the vocabulary or every later one, bf16 or float32.
 
     python experiments/benchmarks/sft_step.py [--method kg_r1|knowcoder_a1] [--batch 4] [--repeats 3] [--top-layers 12]
 
@@ -77,35 +76,30 @@ def main() -> int:
     auto = bf16_is_fast()
     rows = []
     k = args.top_layers
-    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix, loss tokens only,
-    # causal attention alone on the right-padded batch); each row adds one lever to the one before;
+    # (LoRA layers, skip the prompt's projection, precision, share the prompt prefix, loss tokens only);
     # precision "autocast": float32 weights, bf16 autocast for the step alone (sft.bf16=true)
-    configs = [(None, False, auto, False, False, False), (None, True, auto, False, False, False),
-               (k, False, auto, False, False, False), (k, True, auto, False, False, False),
-               (k, True, auto, True, False, False), (k, True, auto, True, True, False),
-               (k, True, auto, True, True, True), (k, True, auto, False, True, True),
-               (k, True, not auto, True, True, True)]
+    configs = [(None, False, auto, False, False), (None, True, auto, False, False), (k, False, auto, False, False),
+               (k, True, auto, False, False), (k, True, auto, True, False), (k, True, auto, True, True),
+               (k, True, not auto, True, True)]
     if not auto:
-        configs.append((k, True, "autocast", True, True, True))
-    batch = None
-    for top, skip, bf16, share, masked, causal in configs:
+        configs.append((k, True, "autocast", True, True))
+    for top, skip, bf16, share, masked in configs:
         policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top),
                                                 bf16=bf16 is True)
-        policy.share_prefix, policy.causal_right_padding = (32 if share else 0), causal
-        if batch is None:  # one batch, built once, for every row
-            batch = collate(episodes(args.method, policy, args.batch), policy.tokenizer.pad_token_id, 1536)
+        policy.share_prefix = 32 if share else 0
+        batch = collate(episodes(args.method, policy, args.batch), policy.tokenizer.pad_token_id, 1536)
         t = step_time(policy, batch, skip, masked, args.repeats, autocast=bf16 == "autocast")
-        rows.append((top, skip, bf16, share, masked, causal, t, tuple(batch["input_ids"].shape),
+        rows.append((top, skip, bf16, share, masked, t, tuple(batch["input_ids"].shape),
                      int(batch["loss_mask"].sum())))
-    base = rows[0][6]
-    print(f"SmolLM2-135M + LoRA r16; {args.method} batch {rows[0][7]}, {rows[0][8]} loss tokens; "
+    base = rows[0][5]
+    print(f"SmolLM2-135M + LoRA r16; {args.method} batch {rows[0][6]}, {rows[0][7]} loss tokens; "
           f"bf16 auto on this host: {auto}\n")
-    print("| LoRA layers | projected onto the vocabulary | shared prefix | padding mask | precision | s/step "
-          "| speed-up |\n|---|---|---|---|---|---|---|")
-    for top, skip, bf16, share, masked, causal, t, _, _ in rows:
+    print("| LoRA layers | projected onto the vocabulary | shared prefix | precision | s/step | speed-up |\n"
+          "|---|---|---|---|---|---|")
+    for top, skip, bf16, share, masked, t, _, _ in rows:
         projected = "loss tokens" if masked else "from the first loss token" if skip else "every token"
         print(f"| {'all 30' if top is None else f'top {top}'} | {projected} | {'once' if share else 'per row'} | "
-              f"{'none (causal)' if causal else 'kept'} | {PRECISION[bf16]} | {t:.2f} | {base / t:.2f}x |")
+              f"{PRECISION[bf16]} | {t:.2f} | {base / t:.2f}x |")
     return 0
 
 

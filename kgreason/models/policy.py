@@ -47,19 +47,12 @@ class CausalLMPolicy:
             share once when it is at least this many tokens (0: off). SFT and RL batches
             share the instructions (≈270 tokens for KG-R1's prompt) and a GRPO group its whole
             question: on the demo's SFT batches a CPU step went from 6.8–7.8 s to 5.1–6.2 s.
-        causal_right_padding: in :meth:`token_logprobs`, give a right-padded batch (every
-            training batch: :func:`~kgreason.training.collate` pads on the right) no
-            padding mask — causal masking alone keeps every real token off the padding
-            after it — so attention runs its causal kernel with grouped keys and values,
-            instead of a dense ``[N, 1, L, L]`` mask over keys and values repeated per head
-            (:func:`is_right_padded`; ``experiments/benchmarks/sft_step.py``).
     """
 
     def __init__(self, model, tokenizer, lora: LoraSettings | None = None, bf16: Bf16Setting = "auto",
-                 share_prefix: int = 32, causal_right_padding: bool = True):
+                 share_prefix: int = 32):
         self.tokenizer = tokenizer
         self.share_prefix = share_prefix
-        self.causal_right_padding = causal_right_padding
         self.bf16 = resolve_bf16(bf16, next(model.parameters()).device)
         if isinstance(lora, Mapping):  # from a config file
             lora = LoraSettings(**{k: tuple(v) if k == "target_modules" else v for k, v in lora.items()})
@@ -252,16 +245,15 @@ class CausalLMPolicy:
         keep = n_pos - from_pos + 1
         lm = model.get_output_embeddings() is not None
         kw = {"logits_to_keep": keep} if lm else {}
-        mask = None if self.causal_right_padding and is_right_padded(attention_mask) else attention_mask
         shared = shared_prefix_len(input_ids, attention_mask) if n_rows > 1 and self.share_prefix else 0
         shared = min(shared, from_pos - 1)
         if shared < max(self.share_prefix, 1):
-            out = model(input_ids=input_ids, attention_mask=mask, **kw)
+            out = model(input_ids=input_ids, attention_mask=attention_mask, **kw)
             return out.logits if lm else out.last_hidden_state[:, -keep:]
         cache = model(input_ids=input_ids[:1, :shared], use_cache=True).past_key_values
         cache.batch_repeat_interleave(n_rows)
         positions = torch.arange(shared, n_pos, device=input_ids.device).expand(n_rows, -1)
-        out = model(input_ids=input_ids[:, shared:], attention_mask=mask, past_key_values=cache,
+        out = model(input_ids=input_ids[:, shared:], attention_mask=attention_mask, past_key_values=cache,
                     position_ids=positions, use_cache=False, **kw)
         return out.logits if lm else out.last_hidden_state[:, -keep:]
 
@@ -307,18 +299,6 @@ def first_loss_position(loss_mask: Tensor) -> int:
     """
     cols = loss_mask.bool().any(dim=0).nonzero()
     return int(cols[0]) if len(cols) and int(cols[0]) > 0 else 1
-
-
-def is_right_padded(attention_mask: Tensor) -> bool:
-    """Whether every row is its tokens followed by padding only (no padding before a token).
-
-    Shapes: ``attention_mask`` ``[N, L]`` → bool.
-
-    >>> is_right_padded(torch.tensor([[1, 1, 0], [1, 1, 1]])), is_right_padded(torch.tensor([[0, 1, 1], [1, 1, 1]]))
-    (True, False)
-    """
-    m = attention_mask.bool()
-    return bool(m[:, 0].all() and (m[:, 1:] <= m[:, :-1]).all())
 
 
 def shared_prefix_len(input_ids: Tensor, attention_mask: Tensor) -> int:
