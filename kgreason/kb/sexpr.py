@@ -35,6 +35,11 @@ class SExprError(KBQueryError):
     """The S-expression is malformed or uses an unsupported form."""
 
 
+#: deepest nesting read: the parser and the compiler recurse once a level, and a policy's
+#: text can open thousands of brackets (a KBQA-R1 logical form nests a few levels)
+MAX_DEPTH = 64
+
+
 def parse_sexpr(text: str) -> SExpr:
     """Parse an S-expression into nested lists of strings.
 
@@ -46,16 +51,18 @@ def parse_sexpr(text: str) -> SExpr:
         raise SExprError("empty S-expression")
     pos = 0
 
-    def walk() -> SExpr:
+    def walk(depth: int = 1) -> SExpr:
         nonlocal pos
         if pos >= len(tokens):
             raise SExprError("unexpected end of S-expression")
         tok = tokens[pos]
         pos += 1
         if tok == "(":
+            if depth > MAX_DEPTH:
+                raise SExprError(f"the S-expression nests deeper than {MAX_DEPTH} levels")
             out: list[SExpr] = []
             while pos < len(tokens) and tokens[pos] != ")":
-                out.append(walk())
+                out.append(walk(depth + 1))
             if pos >= len(tokens):
                 raise SExprError("missing ')'")
             pos += 1

@@ -80,6 +80,13 @@ def test_malformed(bad):
         sexpr_to_sparql(bad)
 
 
+def test_deep_nesting_is_a_typed_error_not_a_recursion_error():
+    assert parse_sexpr("(" * 64 + "x" + ")" * 64) is not None  # the deepest read
+    for text in ("(" * 65 + "x" + ")" * 65, "(" * 5000):  # the fuzzer's: thousands of brackets
+        with pytest.raises(SExprError, match="deeper than 64"):
+            parse_sexpr(text)
+
+
 def test_builder_rebuilds_a_gold_cvt_expression_and_runs_it(demo_oxigraph):
     from kgreason.data import load_dataset
     from kgreason.kb.sexpr import SExprBuilder
