@@ -177,6 +177,11 @@ class ActionSpace(abc.ABC):
     def last_turn_note(self) -> str:
         return "This is your last turn: give your final answer inside <answer>...</answer> now."
 
+    def ends_episode(self, error: ParseError) -> bool:
+        """Whether an unreadable message ends the episode unanswered instead of coming back
+        as an error observation for another try (default: it comes back)."""
+        return False
+
 
 class KGEnv:
     """A multi-turn environment over one KB and one action space.
@@ -323,6 +328,8 @@ class KGEnv:
             return StepResult("", True, answer_text=answer, answer=resolved, error=failure,
                               errors=(failure,) if failure else ())
         if isinstance(parsed, ParseError):
+            if space.ends_episode(parsed):
+                return StepResult("", True, error=parsed.code, errors=(parsed.code,))
             obs = Observation(parsed.message, error=parsed.code)
             return StepResult(space.format_observation([obs]), False, error=parsed.code, errors=(parsed.code,))
         # this runs on every turn (env overhead target): one action is the common case

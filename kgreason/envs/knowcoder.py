@@ -112,6 +112,11 @@ class KnowCoderActionSpace(ActionSpace):
         max_sketch_nodes: ``SearchGraphPatterns`` explores at most this many bindings of ?x.
         max_obs_tokens: budget of one observation (on top of ``result_chars``).
         query_timeout_s: per query.
+        end_without_call: a message with neither a tool call nor an answer ends the
+            episode unanswered, as in the official RL loop (Agent-R1's generation manager
+            keeps a row going only while its response holds a ``<tool_call>``); False
+            answers it with ``KC_FORMAT_ERROR`` and another turn. A malformed call is
+            always answered with its typed error.
     """
 
     name = "knowcoder_a1"
@@ -122,7 +127,7 @@ class KnowCoderActionSpace(ActionSpace):
     def __init__(self, ranker: Ranker | None = None, top_k: int = 10, result_chars: int = 1000,
                  call_syntax: str = "json", skip_prefixes: Sequence[str] = ("common.", "type.", "freebase.", "kg."),
                  max_sketch_nodes: int = 20, max_obs_tokens: int = 512, count_tokens: TokenCounter = approx_tokens,
-                 query_timeout_s: float | None = 10.0):
+                 query_timeout_s: float | None = 10.0, end_without_call: bool = False):
         if call_syntax not in ("json", "function"):
             raise ValueError(f"call_syntax must be 'json' or 'function', got {call_syntax!r}")
         self.ranker = ranker
@@ -134,6 +139,7 @@ class KnowCoderActionSpace(ActionSpace):
         self.max_obs_tokens = max_obs_tokens
         self.count_tokens = count_tokens
         self.query_timeout_s = query_timeout_s
+        self.end_without_call = end_without_call
         self._kb: KnowledgeBase | None = None
 
     # ---------------------------------------------------------- references
@@ -174,6 +180,9 @@ class KnowCoderActionSpace(ActionSpace):
 
     def init_state(self, state: EpisodeState) -> None:
         self._kb = state.kb  # the prompt writes the topic entities the way SPARQL here needs them
+
+    def ends_episode(self, error: ParseError) -> bool:
+        return self.end_without_call and error.code == KC_FORMAT_ERROR
 
     def last_turn_note(self) -> str:
         return 'This is your last turn: give your final answer inside <answer>\\boxed{["..."]}</answer> now.'
@@ -394,5 +403,5 @@ class KnowCoderActionSpace(ActionSpace):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(ranker={type(self.ranker).__name__ if self.ranker else None}, "
-                f"top_k={self.top_k}, call_syntax={self.call_syntax!r})")
+                f"top_k={self.top_k}, call_syntax={self.call_syntax!r}, end_without_call={self.end_without_call})")
 

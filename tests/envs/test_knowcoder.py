@@ -125,6 +125,20 @@ def test_malformed_calls_come_back_as_typed_errors(demo_oxigraph, kenya, text, c
     json.dumps(body).encode("utf-8")  # and are valid UTF-8 (no lone surrogate)
 
 
+def test_a_turn_without_a_call_ends_the_episode_as_in_the_official_rl_loop(demo_oxigraph, kenya):
+    env = make_env("knowcoder_a1", demo_oxigraph, max_turns=4, end_without_call=True)
+    env.reset(kenya)
+    r = env.step('<tool_call>{"name": "ExecuteSPARQL", "arguments": {"sparql": </tool_call>')
+    assert r.error == KC_BAD_JSON and not r.done  # a malformed call still gets its error and another turn
+    r = env.step("<think>I know it</think> Nairobi")
+    assert r.done and r.error == KC_FORMAT_ERROR and r.observation == "" and not r.answered and not r.forced
+    assert env.trajectory.answer_text is None and env.trajectory.answer == []
+    assert [t.error for t in env.trajectory.turns] == [KC_BAD_JSON, KC_FORMAT_ERROR]
+    r = make_env("knowcoder_a1", demo_oxigraph, max_turns=4, end_without_call=True)
+    r.reset(kenya)
+    assert r.step('<think>t</think><answer>\\boxed{["Nairobi"]}</answer>').answer[0].name == "Nairobi"
+
+
 def test_a_timeout_is_an_observation(kenya):
     class SlowKB(OxigraphKB):
         def _select(self, sparql, timeout_s, limit):
