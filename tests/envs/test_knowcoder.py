@@ -134,9 +134,9 @@ def test_a_turn_without_a_call_ends_the_episode_as_in_the_official_rl_loop(demo_
     assert r.done and r.error == KC_FORMAT_ERROR and r.observation == "" and not r.answered and not r.forced
     assert env.trajectory.answer_text is None and env.trajectory.answer == []
     assert [t.error for t in env.trajectory.turns] == [KC_BAD_JSON, KC_FORMAT_ERROR]
-    r = make_env("knowcoder_a1", demo_oxigraph, max_turns=4, end_without_call=True)
-    r.reset(kenya)
-    assert r.step('<think>t</think><answer>\\boxed{["Nairobi"]}</answer>').answer[0].name == "Nairobi"
+    answering = make_env("knowcoder_a1", demo_oxigraph, max_turns=4, end_without_call=True)
+    answering.reset(kenya)  # an answer without a call is still an answer
+    assert answering.step('<think>t</think><answer>\\boxed{["Nairobi"]}</answer>').answer[0].name == "Nairobi"
 
 
 def test_a_timeout_is_an_observation(kenya):

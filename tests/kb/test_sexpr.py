@@ -81,7 +81,11 @@ def test_malformed(bad):
 
 
 def test_deep_nesting_is_a_typed_error_not_a_recursion_error():
-    assert parse_sexpr("(" * 64 + "x" + ")" * 64) is not None  # the deepest read
+    tree = parse_sexpr("(" * 64 + "x" + ")" * 64)  # the deepest read
+    for _ in range(64):
+        assert isinstance(tree, list) and len(tree) == 1
+        tree = tree[0]
+    assert tree == "x"
     for text in ("(" * 65 + "x" + ")" * 65, "(" * 5000):  # the fuzzer's: thousands of brackets
         with pytest.raises(SExprError, match="deeper than 64"):
             parse_sexpr(text)
