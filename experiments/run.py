@@ -81,21 +81,18 @@ def end_stage(tr: L.Trainer) -> None:
 
 
 def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
+    """Evaluate the policy as it is now; rows and trajectories are written batch by batch."""
     from tqdm import tqdm
 
     from kgreason.eval import evaluate, turn_budget
-    from kgreason.training import JsonlSink
+    from kgreason.eval.files import EvalSink
 
     # counted in turns: a lock-step batch of questions finishes all at once, its turns one by one
     bar = tqdm(total=turn_budget(p.make_env, p.dev, cfg.eval.runs), desc=f"eval ({tag}, {len(p.dev)} questions)",
                unit="turn")
-    report, trajs = evaluate(p.eval_rollout, p.make_env, p.dev, batch_size=cfg.eval.batch_size,
-                             n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update)
+    report, _ = evaluate(p.eval_rollout, p.make_env, p.dev, batch_size=cfg.eval.batch_size,
+                         n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update, on_chunk=EvalSink(out, tag))
     bar.close()
-    JsonlSink(out / "trajectories.jsonl")(trajs, -1, f"eval/{tag}")
-    with (out / f"eval_{tag}.jsonl").open("w", encoding="utf-8") as f:
-        for r in report.rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return report
 
 

@@ -128,9 +128,14 @@ def turn_budget(make_env: Callable[[], KGEnv], samples: Sequence[KBQASample], n_
     return len(samples) * n_runs * make_env().max_turns
 
 
+#: called with each lock-step batch's rows and trajectories as soon as it is scored
+ChunkSink = Callable[[list[dict[str, Any]], list[Trajectory]], None]
+
+
 def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: Sequence[KBQASample],
              batch_size: int = 8, n_runs: int = 1, seed: int = 0,
-             progress: Callable[[int], None] | None = None) -> tuple[EvalReport, list[Trajectory]]:
+             progress: Callable[[int], None] | None = None,
+             on_chunk: ChunkSink | None = None) -> tuple[EvalReport, list[Trajectory]]:
     """Run the policy on ``samples`` and score it; returns the report and all trajectories.
 
     Args:
@@ -140,11 +145,13 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
         batch_size: questions decoded together.
         n_runs: runs per question (> 1: sampled, answers united; each run also scored
             alone, :func:`run_scores`).
-        seed: for the random tie-break of RHit@1.
+        seed: for the random tie-break of RHit@1, drawn per question (``seed`` and its
+            id), so a row does not depend on which questions were evaluated with it.
         progress: called with episode turns as they are played (see
             :meth:`MultiTurnRollout.run`); the calls add up to :func:`turn_budget`.
+        on_chunk: called with each batch's rows and trajectories once it is scored, so a
+            long evaluation can write them as it goes (the runner appends and flushes).
     """
-    rng = random.Random(seed)
     rows, all_trajs = [], []
     for i in range(0, len(samples), batch_size):
         chunk = list(samples[i : i + batch_size])
@@ -155,16 +162,20 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
             runs.append(trajs)
             all_trajs += trajs
         latency = (time.perf_counter() - t0) / len(chunk)
+        chunk_rows = []
         for j, s in enumerate(chunk):
             ts = [r[j] for r in runs]
             pred = _union([t.answer for t in ts])
             row = {"id": s.id, "level": s.level, "qtype": s.meta.get("qtype"), "hops": s.hops, "question": s.question,
                    "pred": [a.label for a in pred], "gold": [a.label for a in s.answers],
-                   **score(pred, s.answers, rng),
+                   **score(pred, s.answers, random.Random(f"{seed}:{s.id}")),
                    # the first run's kind (with N-run union, the union is scored above)
                    **_kinds(outcome_kind(ts[0], s.answers)),
                    **(run_scores([t.answer for t in ts], s.answers) if n_runs > 1 else {}),
                    "gen_tokens": sum(sum(t.loss_mask) for t in ts), "llm_calls": sum(len(t.turns) for t in ts),
                    "kb_calls": sum(x.kb_calls for t in ts for x in t.turns), "latency_s": latency}
-            rows.append(row)
+            chunk_rows.append(row)
+        rows += chunk_rows
+        if on_chunk is not None:
+            on_chunk(chunk_rows, [t for r in runs for t in r])
     return EvalReport.from_rows(rows), all_trajs

@@ -167,6 +167,33 @@ def test_evaluation_progress_reaches_its_turn_budget(tiny, demo_oxigraph):
     assert sum(calls) == turn_budget(env, qs) == 30
 
 
+def test_evaluation_hands_over_each_batch_and_rows_do_not_depend_on_the_batching(tiny, demo_oxigraph):
+    # on_chunk sees every batch once it is scored (the runner writes it then); a row,
+    # RHit@1's random tie-break included, is the same whichever questions share its batch
+    from kgreason.eval import evaluate
+
+    qs = [q for q in load_dataset("demo", split="dev") if expressible(q)][:5]
+    scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=6)
+
+    def env():
+        return make_env("kg_r1", demo_oxigraph, max_turns=6)
+
+    chunks: list[tuple[list, list]] = []
+    ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids)
+    report, trajs = evaluate(ro, env, qs, batch_size=2, on_chunk=lambda r, t: chunks.append((r, t)))
+    assert [len(r) for r, _ in chunks] == [len(t) for _, t in chunks] == [2, 2, 1]
+    assert [row for r, _ in chunks for row in r] == report.rows
+    assert [t.sample_id for _, ts in chunks for t in ts] == [t.sample_id for t in trajs] == [q.id for q in qs]
+    again = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=6)  # the engine consumes its scripts
+    ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, again), tiny.tokenizer, tiny.chat_ids)
+    alone, _ = evaluate(ro, env, qs[::-1], batch_size=1)
+
+    def strip(rows):
+        return sorted(({k: v for k, v in r.items() if k != "latency_s"} for r in rows), key=lambda r: r["id"])
+
+    assert strip(alone.rows) == strip(report.rows)
+
+
 def test_sampled_evaluation_scores_each_run_alone(tiny, demo_oxigraph):
     # two runs a question: the oracle's episode, then a one-turn wrong answer. The union
     # is scored as before; pass@2 is the right run's score, mean_f1 the average of 1 and 0.

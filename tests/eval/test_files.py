@@ -1,0 +1,29 @@
+"""EvalSink: an evaluation's rows and trajectories written batch by batch."""
+
+from __future__ import annotations
+
+import json
+
+from kgreason.eval.files import EvalSink
+from kgreason.types import Trajectory
+
+
+def _ids(path) -> list[str]:
+    return [json.loads(x)["id"] if "id" in json.loads(x) else json.loads(x)["sample_id"]
+            for x in path.read_text().splitlines()]
+
+
+def test_each_batch_is_on_disk_before_the_next(tmp_path):
+    sink = EvalSink(tmp_path, "trained")
+    sink([{"id": "b", "f1": 0.0}], [Trajectory(sample_id="b", prompt=[], turns=[])])
+    assert _ids(tmp_path / "eval_trained.jsonl") == ["b"]  # readable while the evaluation runs
+    sink([{"id": "a", "f1": 1.0}], [Trajectory(sample_id="a", prompt=[], turns=[])])
+    assert _ids(tmp_path / "eval_trained.jsonl") == _ids(tmp_path / "trajectories.jsonl") == ["b", "a"]
+    assert {json.loads(x)["stage"] for x in (tmp_path / "trajectories.jsonl").read_text().splitlines()} == {"eval/trained"}
+
+
+def test_a_new_evaluation_empties_the_rows_of_an_earlier_one_and_keeps_its_trajectories(tmp_path):
+    EvalSink(tmp_path, "checkpoint")([{"id": "old"}], [Trajectory(sample_id="old", prompt=[], turns=[])])
+    EvalSink(tmp_path, "checkpoint")([{"id": "new"}], [])
+    assert _ids(tmp_path / "eval_checkpoint.jsonl") == ["new"]
+    assert _ids(tmp_path / "trajectories.jsonl") == ["old"]  # appended, as every stage's are
