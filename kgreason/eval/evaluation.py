@@ -160,7 +160,8 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
         for _ in range(n_runs):
             trajs, _ = rollout.run([make_env() for _ in chunk], chunk, greedy=n_runs == 1, progress=progress)
             runs.append(trajs)
-            all_trajs += trajs
+        chunk_trajs = [t for r in runs for t in r]
+        all_trajs += chunk_trajs
         latency = (time.perf_counter() - t0) / len(chunk)
         chunk_rows = []
         for j, s in enumerate(chunk):
@@ -177,5 +178,5 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
             chunk_rows.append(row)
         rows += chunk_rows
         if on_chunk is not None:
-            on_chunk(chunk_rows, [t for r in runs for t in r])
+            on_chunk(chunk_rows, chunk_trajs)
     return EvalReport.from_rows(rows), all_trajs

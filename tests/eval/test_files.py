@@ -9,8 +9,9 @@ from kgreason.types import Trajectory
 
 
 def _ids(path) -> list[str]:
-    return [json.loads(x)["id"] if "id" in json.loads(x) else json.loads(x)["sample_id"]
-            for x in path.read_text().splitlines()]
+    """The question of each line: ``id`` in an evaluation row, ``sample_id`` in a trajectory."""
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    return [r["id"] if "id" in r else r["sample_id"] for r in rows]
 
 
 def test_each_batch_is_on_disk_before_the_next(tmp_path):
