@@ -124,9 +124,9 @@ class KnowledgeBase(abc.ABC):
         )
         return sorted({row["r"].value for row in self._helper(q)})
 
-    def relations_around(self, ids: Sequence[str], direction: str = "out") -> list[str]:
-        """Relations out of (``"out"``: ``(e, r, ?)``) or into (``"in"``: ``(?, r, e)``) any
-        of ``ids``, sorted: the neighbourhood ``R(e_c)`` of a set of entities.
+    def _frontier_pattern(self, ids: Sequence[str], direction: str) -> str | None:
+        """The graph pattern binding ``?e`` to each of ``ids`` and ``?r``/``?o`` to its visible
+        edges in ``direction``; ``None`` for an empty frontier (nothing to ask the KB).
 
         Raises:
             ValueError: ``direction`` is neither ``"out"`` nor ``"in"``.
@@ -134,11 +134,22 @@ class KnowledgeBase(abc.ABC):
         if direction not in ("out", "in"):
             raise ValueError(f"direction={direction!r}: choose 'out' or 'in'")
         if not ids:
-            return []
+            return None
         values = "VALUES ?e { " + " ".join(self.schema.entity_ref(e) for e in ids) + " }"
         pattern = "?e ?r ?o ." if direction == "out" else "?o ?r ?e ."
-        q = f"SELECT DISTINCT ?r WHERE {{ {values} {pattern} {self._hidden_filter('?r')} }}"
-        return sorted({row["r"].value for row in self._helper(q)})
+        return f"{values} {pattern} {self._hidden_filter('?r')}"
+
+    def relations_around(self, ids: Sequence[str], direction: str = "out") -> list[str]:
+        """Relations out of (``"out"``: ``(e, r, ?)``) or into (``"in"``: ``(?, r, e)``) any
+        of ``ids``, sorted: the neighbourhood ``R(e_c)`` of a set of entities.
+
+        Raises:
+            ValueError: ``direction`` is neither ``"out"`` nor ``"in"``.
+        """
+        where = self._frontier_pattern(ids, direction)
+        if where is None:
+            return []
+        return sorted({row["r"].value for row in self._helper(f"SELECT DISTINCT ?r WHERE {{ {where} }}")})
 
     def edges_around(self, ids: Sequence[str], direction: str = "out") -> list[tuple[str, str, Term]]:
         """Every visible edge out of (``"out"``: ``(e, r, o)`` as ``(e, r, o)``) or into
@@ -151,13 +162,10 @@ class KnowledgeBase(abc.ABC):
         Raises:
             ValueError: ``direction`` is neither ``"out"`` nor ``"in"``.
         """
-        if direction not in ("out", "in"):
-            raise ValueError(f"direction={direction!r}: choose 'out' or 'in'")
-        if not ids:
+        where = self._frontier_pattern(ids, direction)
+        if where is None:
             return []
-        values = "VALUES ?e { " + " ".join(self.schema.entity_ref(e) for e in ids) + " }"
-        pattern = "?e ?r ?o ." if direction == "out" else "?o ?r ?e ."
-        q = f"SELECT DISTINCT ?e ?r ?o WHERE {{ {values} {pattern} {self._hidden_filter('?r')} }}"
+        q = f"SELECT DISTINCT ?e ?r ?o WHERE {{ {where} }}"
         return sorted({(row["e"].value, row["r"].value, row["o"]) for row in self._helper(q)},
                       key=lambda t: (t[0], t[1], str(t[2])))
 
