@@ -45,4 +45,4 @@ def test_bf16_speedup_times_both_precisions():
 
     # a ratio of two real timings, not a constant; best of 5 each because a busy host can
     # stall one product (best of 2 gave 154x in a suite run beside two evaluations)
-    assert 0.05 < bf16_speedup(256, 5) < 1000
+    assert 0.05 < bf16_speedup(256, 5) < 50
