@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from kgreason.compose import Parts
     from kgreason.eval import EvalReport
+    from kgreason.types import KBQASample
 
 log = logging.getLogger("kgreason.run")
 
@@ -81,19 +82,44 @@ def end_stage(tr: L.Trainer) -> None:
 
 
 def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
-    """Evaluate the policy as it is now; rows and trajectories are written batch by batch."""
+    """Evaluate the policy as it is now; rows and trajectories are written batch by batch.
+
+    With ``eval.resume=true`` the rows an interrupted evaluation left in ``out`` are kept
+    and only the other questions are evaluated; the report covers both.
+    """
     from tqdm import tqdm
 
-    from kgreason.eval import evaluate, turn_budget
+    from kgreason.eval import EvalReport, evaluate, turn_budget
     from kgreason.eval.files import EvalSink
 
+    sink = EvalSink(out, tag, resume=cfg.eval.resume)
+    todo = resume_todo(p.dev, sink.done, sink.path)
     # counted in turns: a lock-step batch of questions finishes all at once, its turns one by one
-    bar = tqdm(total=turn_budget(p.make_env, p.dev, cfg.eval.runs), desc=f"eval ({tag}, {len(p.dev)} questions)",
+    bar = tqdm(total=turn_budget(p.make_env, todo, cfg.eval.runs), desc=f"eval ({tag}, {len(todo)} questions)",
                unit="turn")
-    report, _ = evaluate(p.eval_rollout, p.make_env, p.dev, batch_size=cfg.eval.batch_size,
-                         n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update, on_chunk=EvalSink(out, tag))
+    report, _ = evaluate(p.eval_rollout, p.make_env, todo, batch_size=cfg.eval.batch_size,
+                         n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update, on_chunk=sink)
     bar.close()
-    return report
+    return EvalReport.from_rows(sink.done + report.rows) if sink.done else report
+
+
+def resume_todo(dev: list[KBQASample], done: list[dict[str, Any]], path: Path) -> list[KBQASample]:
+    """The questions of ``dev`` an earlier evaluation (its rows ``done``, from ``path``) has
+    not scored (``eval.resume=true``).
+
+    Raises:
+        ConfigError: a row kept is not one of ``dev``'s questions (another evaluation set).
+    """
+    ids = {s.id for s in dev}
+    stray = [r["id"] for r in done if r["id"] not in ids]
+    if stray:
+        raise ConfigError(f"eval.resume: {len(stray)} of the {len(done)} rows in {path} are not questions of this "
+                          f"evaluation (e.g. id {stray[0]!r}); resume with the data settings that wrote them")
+    if done:
+        log.info("eval.resume: %d of %d questions already scored in %s; evaluating the other %d",
+                 len(done), len(dev), path, len(dev) - len(done))
+    seen = {r["id"] for r in done}
+    return [s for s in dev if s.id not in seen]
 
 
 def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kgreason.errors import ConfigError
 from kgreason.types import Trajectory
 
 
@@ -19,10 +21,16 @@ class EvalSink:
     Args:
         out: the run folder.
         tag: the evaluation's name (``untrained``, ``sft``, ``trained``, ``checkpoint``);
-            an earlier ``eval_<tag>.jsonl`` there is emptied.
+            an earlier ``eval_<tag>.jsonl`` there is emptied unless ``resume``.
+        resume: keep the rows an earlier evaluation wrote there (:attr:`done`), so that
+            an interrupted one goes on with the questions it had not scored. A line cut
+            off by a kill mid-write is dropped (its question is scored again).
+
+    Raises:
+        ConfigError: ``resume`` and a line before the last is not a JSON row with an ``id``.
     """
 
-    def __init__(self, out: str | Path, tag: str):
+    def __init__(self, out: str | Path, tag: str, resume: bool = False):
         from kgreason.training import JsonlSink  # Lightning loads with it: only when a sink is made
 
         out = Path(out)
@@ -30,10 +38,36 @@ class EvalSink:
         self.path = out / f"eval_{tag}.jsonl"
         self.stage = f"eval/{tag}"
         self._trajectories = JsonlSink(out / "trajectories.jsonl")
-        self.path.write_text("", encoding="utf-8")
+        #: rows kept from an earlier evaluation (``resume``), in file order
+        self.done: list[dict[str, Any]] = read_rows(self.path) if resume and self.path.is_file() else []
+        # rewritten: drops a cut-off last line, which the next append would otherwise join;
+        # through a rename, so a kill now cannot lose the rows kept
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.done), encoding="utf-8")
+        os.replace(tmp, self.path)
 
     def __call__(self, rows: Sequence[dict[str, Any]], trajs: Sequence[Trajectory]) -> None:
         self._trajectories(trajs, -1, self.stage)
         with self.path.open("a", encoding="utf-8") as f:
             f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
             f.flush()
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of an ``eval_<tag>.jsonl``; a last line cut off mid-write is left out.
+
+    Raises:
+        ConfigError: a line before the last is not a JSON object with an ``id``.
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    rows = []
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if isinstance(row, dict) and "id" in row:
+            rows.append(row)
+        elif n < len(lines):  # only the last line can be half-written by a kill
+            raise ConfigError(f"{path}:{n} is not an evaluation row (a JSON object with an 'id'): {line[:80]!r}")
+    return rows

@@ -60,3 +60,13 @@ def test_stratify_by_an_unknown_field_names_the_valid_ones():
 def test_metaqa_all_hops_holds_out_the_same_number_of_each():
     _, held = load_splits("metaqa", shared("metaqa"), "dev", "dev", 300, 90, seed=0, stratify="hops", hops=[1, 2, 3])
     assert Counter(q.hops for q in held) == {1: 30, 2: 30, 3: 30}
+
+
+def test_metaqa_smaller_stratified_draw_lies_inside_the_larger():
+    # eval.resume widens a 100-a-hop evaluation to 500 a hop only because of this
+    args = ("metaqa", shared("metaqa"), "dev", "dev", None)
+    _, small = load_splits(*args, 300, seed=0, stratify="hops", hops=[1, 2, 3])
+    _, large = load_splits(*args, 1500, seed=0, stratify="hops", hops=[1, 2, 3])
+    for h in (1, 2, 3):
+        first = [q.id for q in large if q.hops == h][:100]
+        assert [q.id for q in small if q.hops == h] == first

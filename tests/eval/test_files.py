@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from kgreason.errors import ConfigError
 from kgreason.eval.files import EvalSink
 from kgreason.types import Trajectory
 
@@ -28,3 +31,22 @@ def test_a_new_evaluation_empties_the_rows_of_an_earlier_one_and_keeps_its_traje
     EvalSink(tmp_path, "checkpoint")([{"id": "new"}], [])
     assert _ids(tmp_path / "eval_checkpoint.jsonl") == ["new"]
     assert _ids(tmp_path / "trajectories.jsonl") == ["old"]  # appended, as every stage's are
+
+
+def test_resume_keeps_the_rows_written_and_drops_a_line_cut_off_mid_write(tmp_path):
+    sink = EvalSink(tmp_path, "checkpoint")
+    sink([{"id": "a", "f1": 1.0}, {"id": "b", "f1": 0.0}], [])
+    with (tmp_path / "eval_checkpoint.jsonl").open("a") as f:
+        f.write('{"id": "c", "f1"')  # a kill in the middle of the next batch's write
+    again = EvalSink(tmp_path, "checkpoint", resume=True)
+    assert [r["id"] for r in again.done] == ["a", "b"]
+    again([{"id": "c", "f1": 0.5}], [])
+    assert _ids(tmp_path / "eval_checkpoint.jsonl") == ["a", "b", "c"]  # c is on its own line, whole
+
+
+def test_resume_refuses_a_file_that_is_not_evaluation_rows(tmp_path):
+    text = '{"id": "a"}\nnot json\n{"id": "b"}\n'
+    (tmp_path / "eval_checkpoint.jsonl").write_text(text)
+    with pytest.raises(ConfigError, match=r"eval_checkpoint.jsonl:2 is not an evaluation row"):
+        EvalSink(tmp_path, "checkpoint", resume=True)
+    assert (tmp_path / "eval_checkpoint.jsonl").read_text() == text  # refused, and nothing lost

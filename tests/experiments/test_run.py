@@ -54,7 +54,26 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     p = run("method=kg_r1", "preset=smoke", "stage=eval", f"checkpoint={out / 'checkpoints' / 'policy.pt'}",
             f"hydra.run.dir={ev}")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "checkpoint" in json.loads((ev / "results.json").read_text())["eval"]
+    full = json.loads((ev / "results.json").read_text())["eval"]["checkpoint"]
+    # an evaluation killed after its first 2 rows (the third cut off mid-write) goes on with eval.resume
+    rows = (ev / "eval_checkpoint.jsonl").read_text().splitlines()
+    (ev / "eval_checkpoint.jsonl").write_text("\n".join(rows[:2]) + "\n" + rows[2][:20])
+    p = run("method=kg_r1", "preset=smoke", "stage=eval", "eval.resume=true",
+            f"checkpoint={out / 'checkpoints' / 'policy.pt'}", f"hydra.run.dir={ev}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    again = (ev / "eval_checkpoint.jsonl").read_text().splitlines()
+    assert again[:2] == rows[:2] and len(again) == len(rows) == 4
+    assert sorted(json.loads(r)["id"] for r in again) == sorted(json.loads(r)["id"] for r in rows)
+    assert "2 of 4 questions already scored" in p.stderr + p.stdout
+    assert any(line.startswith("eval (checkpoint, 2 questions): 100%") and "| 6/6 " in line
+               for line in (p.stdout + p.stderr).replace("\r", "\n").splitlines())
+    resumed = json.loads((ev / "results.json").read_text())["eval"]["checkpoint"]
+    assert resumed["overall"]["n"] == full["overall"]["n"] == 4  # the report covers the kept rows and the new ones
+    # rows of another evaluation set are refused, naming the setting
+    (ev / "eval_checkpoint.jsonl").write_text('{"id": "not-a-demo-question"}\n')
+    p = run("method=kg_r1", "preset=smoke", "stage=eval", "eval.resume=true",
+            f"checkpoint={out / 'checkpoints' / 'policy.pt'}", f"hydra.run.dir={ev}")
+    assert p.returncode != 0 and "eval.resume: 1 of the 1 rows" in p.stderr + p.stdout
     rs = tmp_path / "resume"
     p = run("method=kg_r1", "preset=smoke", "stage=rl", "rl.iterations=3",
             f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={rs}")
