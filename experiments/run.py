@@ -58,12 +58,11 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
 
 
 def quiet() -> None:
-    """Silence what no user can act on: Lightning's hardware lines and tips, deprecations
-    raised inside transformers and Lightning, and the SFT module's unused validation step."""
+    """Silence what no user can act on: Lightning's hardware lines and tips, a deprecation
+    raised inside Lightning, and the SFT module's unused validation step."""
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    logging.getLogger("transformers.utils.generic").addFilter(lambda r: "past_key_values" not in r.getMessage())
-    for message in (r".*`past_key_values` is deprecated.*", r".*isinstance\(treespec, LeafSpec\).*",
+    for message in (r".*isinstance\(treespec, LeafSpec\).*",
                     r".*defined a `validation_step` but have no `val_dataloader`.*"):
         warnings.filterwarnings("ignore", message=message)
 

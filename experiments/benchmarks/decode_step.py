@@ -25,6 +25,7 @@ import time
 import torch
 
 from kgreason.models import CausalLMPolicy
+from kgreason.models.compat import cache_kwargs, output_cache
 from kgreason.rollout.engine import pack_columns, packed_columns
 from kgreason.rollout.kv_cache import GrowingCache
 
@@ -74,9 +75,9 @@ def step_ms(model: torch.nn.Module, batch: int, context: int, steps: int) -> flo
     with torch.inference_mode():
         for _ in range(steps):
             t0 = time.perf_counter()
-            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            out = model(input_ids=nxt, use_cache=True, **cache_kwargs(cache))
             times.append(time.perf_counter() - t0)
-            cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            cache, nxt = output_cache(out), out.logits[:, -1:].argmax(-1)
     return 1000 * statistics.median(times[2:])
 
 

@@ -41,6 +41,7 @@ import torch
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.models.compat import cache_kwargs
 from kgreason.rollout import CTranslate2Engine, Engine, HFEngine, MultiTurnRollout
 from kgreason.rollout.kv_cache import GrowingCache
 
@@ -59,7 +60,7 @@ def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], token
         with torch.no_grad(), policy.autocast():
             policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new,
                                   min_new_tokens=new, do_sample=False, pad_token_id=pad,
-                                  past_key_values=GrowingCache())  # the KV cache HFEngine decodes into
+                                  **cache_kwargs(GrowingCache()))  # the KV cache HFEngine decodes into
         return time.perf_counter() - t0
 
     gen(prompts[:1], tokens)  # warm-up

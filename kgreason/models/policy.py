@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from kgreason.models.compat import cache_kwargs, output_cache
 from kgreason.models.loading import load_causal_lm, load_tokenizer, tiny_causal_lm
 from kgreason.models.precision import Bf16Setting, resolve_bf16
 
@@ -250,11 +251,11 @@ class CausalLMPolicy:
         if shared < max(self.share_prefix, 1):
             out = model(input_ids=input_ids, attention_mask=attention_mask, **kw)
             return out.logits if lm else out.last_hidden_state[:, -keep:]
-        cache = model(input_ids=input_ids[:1, :shared], use_cache=True).past_key_values
+        cache = output_cache(model(input_ids=input_ids[:1, :shared], use_cache=True))
         cache.batch_repeat_interleave(n_rows)
         positions = torch.arange(shared, n_pos, device=input_ids.device).expand(n_rows, -1)
-        out = model(input_ids=input_ids[:, shared:], attention_mask=attention_mask, past_key_values=cache,
-                    position_ids=positions, use_cache=False, **kw)
+        out = model(input_ids=input_ids[:, shared:], attention_mask=attention_mask,
+                    position_ids=positions, use_cache=False, **cache_kwargs(cache), **kw)
         return out.logits if lm else out.last_hidden_state[:, -keep:]
 
     @torch.no_grad()

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from kgreason.models.compat import cache_kwargs, output_cache
+
 
 @dataclass
 class Generation:
@@ -244,7 +246,7 @@ class HFEngine(Engine):
                 if shared:
                     # Pads sit between the shared prefix and each suffix; generate derives
                     # position ids from the attention mask, so positions stay contiguous.
-                    model(input_ids=ids[:1, :shared].to(device), past_key_values=cache, use_cache=True)
+                    model(input_ids=ids[:1, :shared].to(device), use_cache=True, **cache_kwargs(cache))
                     cache.batch_repeat_interleave(len(prompts))
             self._kept = None  # its cache is consumed (extended in place) by this call
             if self.bucket_prefill:
@@ -254,8 +256,8 @@ class HFEngine(Engine):
                 budget = max_new_tokens - run.decoded
                 step = min(self.compact_every or budget, budget)
                 out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
-                                     past_key_values=run.cache, max_new_tokens=step, **kw)
-                run.advance(out.sequences.cpu(), out.past_key_values, ended=run.decoded + step >= max_new_tokens)
+                                     max_new_tokens=step, **cache_kwargs(run.cache), **kw)
+                run.advance(out.sequences.cpu(), output_cache(out), ended=run.decoded + step >= max_new_tokens)
         model.train(was_training)
         gens = [finish_generation(tok, new, stop, max_new_tokens) for new in run.tokens]
         if keep and run.cache is not None:
@@ -464,7 +466,7 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
                 gap = (*k.shape[:2], start - done, k.shape[-1])
                 sub.update(torch.cat([k, k.new_zeros(gap)], 2), torch.cat([v, v.new_zeros(gap)], 2), j)
         model(input_ids=ids[r, start:end].to(device), attention_mask=mask[r, :end].to(device),
-              position_ids=positions[r, start:end].to(device), past_key_values=sub, use_cache=True)
+              position_ids=positions[r, start:end].to(device), use_cache=True, **cache_kwargs(sub))
         for j, lay in enumerate(sub.layers):
             k, v = lay.keys[:, :, start:], lay.values[:, :, start:]
             if len(new_k) <= j:

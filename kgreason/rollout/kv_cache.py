@@ -112,7 +112,7 @@ class GrowingLayer(DynamicLayer):
 class GrowingCache(DynamicCache):
     """A :class:`~transformers.DynamicCache` whose layers are :class:`GrowingLayer`.
 
-    Pass it to ``model(...)`` or ``model.generate(past_key_values=...)`` like a
+    Pass it to ``model(...)`` or ``model.generate(...)`` (:func:`~kgreason.models.compat.cache_kwargs`) like a
     ``DynamicCache``; the batch operations (``batch_repeat_interleave``,
     ``batch_select_indices``, ``crop``) work unchanged.
 

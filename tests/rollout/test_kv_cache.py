@@ -6,6 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from kgreason.models import CausalLMPolicy
+from kgreason.models.compat import cache_kwargs
 from kgreason.rollout.kv_cache import GrowingCache, GrowingLayer
 
 
@@ -85,7 +86,7 @@ def test_generate_with_growing_cache_equals_dynamic_cache():
     outs = []
     growing = GrowingCache(headroom=3)
     for cache in (DynamicCache(), growing):
-        outs.append(pol.model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
+        outs.append(pol.model.generate(input_ids=ids, attention_mask=mask, **cache_kwargs(cache),
                                        max_new_tokens=40, do_sample=False, pad_token_id=tok.pad_token_id))
     assert outs[0].shape[1] > width + 20
     assert torch.equal(outs[0], outs[1])
