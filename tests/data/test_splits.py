@@ -64,9 +64,9 @@ def test_metaqa_all_hops_holds_out_the_same_number_of_each():
 
 def test_metaqa_smaller_stratified_draw_lies_inside_the_larger():
     # eval.resume widens a 100-a-hop evaluation to 500 a hop only because of this
-    args = ("metaqa", shared("metaqa"), "dev", "dev", None)
-    _, small = load_splits(*args, 300, seed=0, stratify="hops", hops=[1, 2, 3])
-    _, large = load_splits(*args, 1500, seed=0, stratify="hops", hops=[1, 2, 3])
+    dev = load_dataset("metaqa", shared("metaqa"), split="dev", hops=[1, 2, 3])
+    _, small = train_eval_split(dev, dev, None, 300, seed=0, stratify="hops")
+    _, large = train_eval_split(dev, dev, None, 1500, seed=0, stratify="hops")
     for h in (1, 2, 3):
         first = [q.id for q in large if q.hops == h][:100]
         assert [q.id for q in small if q.hops == h] == first
