@@ -230,6 +230,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     from kgreason.compose import build_parts
     from kgreason.eval import EvalReport
+    from kgreason.eval.files import read_rows
     from kgreason.training.resume import rl_progress
 
     L.seed_everything(cfg.seed, verbose=False)
@@ -246,8 +247,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results["resumed"] = {"checkpoint": str(cfg.resume), "after_iteration": start}
         for tag in ("untrained", "sft"):
             if (out / f"eval_{tag}.jsonl").is_file():
-                rows = [json.loads(x) for x in (out / f"eval_{tag}.jsonl").read_text(encoding="utf-8").splitlines()]
-                reports[tag] = EvalReport.from_rows(rows)
+                reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
         if (out / "sft_losses.json").is_file():
             from kgreason.training import annotate_sft_losses
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,9 @@ class EvalSink:
     """
 
     def __init__(self, out: str | Path, tag: str, resume: bool = False):
-        from kgreason.training import JsonlSink  # Lightning loads with it: only when a sink is made
+        # Lightning loads with these: only when a sink is made
+        from kgreason.training import JsonlSink
+        from kgreason.training.resume import atomic_save
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -41,10 +42,9 @@ class EvalSink:
         #: rows kept from an earlier evaluation (``resume``), in file order
         self.done: list[dict[str, Any]] = read_rows(self.path) if resume and self.path.is_file() else []
         # rewritten: drops a cut-off last line, which the next append would otherwise join;
-        # through a rename, so a kill now cannot lose the rows kept
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.done), encoding="utf-8")
-        os.replace(tmp, self.path)
+        # atomically, so a kill now cannot lose the rows kept
+        atomic_save("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.done), self.path,
+                    lambda text, p: Path(p).write_text(text, encoding="utf-8"))
 
     def __call__(self, rows: Sequence[dict[str, Any]], trajs: Sequence[Trajectory]) -> None:
         self._trajectories(trajs, -1, self.stage)
