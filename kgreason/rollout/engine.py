@@ -246,7 +246,9 @@ class HFEngine(Engine):
                 if shared:
                     # Pads sit between the shared prefix and each suffix; generate derives
                     # position ids from the attention mask, so positions stay contiguous.
-                    model(input_ids=ids[:1, :shared].to(device), use_cache=True, **cache_kwargs(cache))
+                    # Only the cache is wanted: logits of one position, not of every one.
+                    model(input_ids=ids[:1, :shared].to(device), use_cache=True, logits_to_keep=1,
+                          **cache_kwargs(cache))
                     cache.batch_repeat_interleave(len(prompts))
             self._kept = None  # its cache is consumed (extended in place) by this call
             if self.bucket_prefill:
@@ -439,7 +441,10 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
     bucket ``[r]`` of longest length ``w`` encodes columns ``[end - w, end)`` of its rows
     against their cached keys, zeros standing in for the columns between (masked: they
     are padding for every row of the bucket). Positions come from the attention mask as
-    in ``generate``, so the keys written are the ones one padded batch would write.
+    in ``generate``, so the keys written are the ones one padded batch would write. Only
+    the cache is wanted, so the model computes logits of one position, not ``rows x tokens
+    x vocabulary`` of them (gigabytes at MetaQA's 3-hop lengths;
+    ``experiments/benchmarks/prefill_logits.py``).
 
     Shapes: ``ids`` and ``mask`` ``[B, T]``; ``cache`` holds ``[B, H, C, D]`` per layer
     (``C`` may be 0) and holds ``[B, H, T - 1, D]`` afterwards.
@@ -466,7 +471,8 @@ def prefill_in_buckets(model, ids: torch.Tensor, mask: torch.Tensor, cache: Any,
                 gap = (*k.shape[:2], start - done, k.shape[-1])
                 sub.update(torch.cat([k, k.new_zeros(gap)], 2), torch.cat([v, v.new_zeros(gap)], 2), j)
         model(input_ids=ids[r, start:end].to(device), attention_mask=mask[r, :end].to(device),
-              position_ids=positions[r, start:end].to(device), use_cache=True, **cache_kwargs(sub))
+              position_ids=positions[r, start:end].to(device), use_cache=True, logits_to_keep=1,
+              **cache_kwargs(sub))
         for j, lay in enumerate(sub.layers):
             k, v = lay.keys[:, :, start:], lay.values[:, :, start:]
             if len(new_k) <= j:

@@ -406,3 +406,20 @@ def test_count_encoded_positions_counts_each_pass_and_lets_go(tiny):
         tiny.model(torch.zeros(1, 3, dtype=torch.long))  # positional, as some callers pass it
     tiny.model(input_ids=torch.zeros(1, 4, dtype=torch.long))  # after the block: not counted
     assert seen == [10, 3]
+
+
+def test_prefill_passes_project_one_position_onto_the_vocabulary(tiny):
+    # the shared prefix and the buckets only fill the cache: the output head sees one
+    # position a row there (logits for all of them are rows x tokens x vocabulary)
+    shared = [tiny.tokenizer.eos_token_id or 1] * 40
+    ps = [shared + p for p in prompts(tiny, 1)] + [shared + tiny.chat_ids([{"role": "user", "content": "long " * 60}])]
+    head = tiny.model.get_output_embeddings()
+    widths: list[int] = []
+    hook = head.register_forward_hook(lambda _m, args, _out: widths.append(args[0].shape[1]))
+    try:
+        with count_encoded_positions(tiny.model) as encoded:
+            HFEngine(tiny, share_prefix=8).generate(ps, max_new_tokens=4, greedy=True)
+    finally:
+        hook.remove()
+    assert max(encoded) > 40  # the prefix and the buckets were encoded outside generate
+    assert widths and max(widths) == 1, widths
