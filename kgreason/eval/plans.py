@@ -5,7 +5,8 @@
 
 A KnowCoder-A1 policy cold-started by the preset's teacher (``ScriptedKnowCoderTeacher(
 plan_path=True)``) opens each episode with the relation path it means to walk ("… which
-follows starred_actors, directed_by: 2 hops.") and ends it with an ``ExecuteSPARQL`` query
+follows starred_actors, directed_by: 2 hops."; with ``plan_after_look`` in its second
+thought) and ends it with an ``ExecuteSPARQL`` query
 over some chain. Set against each question's gold ``relation_path`` (``~`` dropped, as the
 teacher writes it), the two split the misses into a wrong plan, a right plan queried
 wrongly, and a right query answered wrongly; the table gives the share of each and Hit@1
@@ -108,7 +109,8 @@ def plan_table(rows: Iterable[Mapping[str, Any]], episodes: Mapping[str, Mapping
         if qid not in gold or qid not in episodes:
             continue
         turns = episodes[qid].get("turns") or []
-        plan = named_path(str(turns[0].get("text", ""))) if turns else None
+        # the first thought that names one (the second with plan_after_look)
+        plan = next((p for t in turns if (p := named_path(str(t.get("text", "")))) is not None), None)
         group = f"{row.get(by)}-hop" if by == "hops" else str(row.get(by))
         scored.append((group, plan == gold[qid], queried_path(turns) == gold[qid], float(row["hit1"])))
     if not scored:

@@ -203,24 +203,30 @@ class ScriptedKnowCoderTeacher:
             ``meta["path_kinds"]`` (MetaQA's question type); a sample without them is planned
             as with ``plan_path`` alone. The kinds are the question's own nouns ("the films
             directed by the director of A"), and a relation that repeats passes a kind twice.
+        plan_after_look: with ``plan_path``, the path is named in the second thought, after
+            the first pattern search, which shows the topic's place in its first relation
+            ("Around Rachel Specter: ("Alone in the Dark II", starred_actors, ?x). The
+            question goes actor -> movie -> director and follows …"): the kind of node the
+            topic is, which the question's words do not always say, is read off the KB.
 
     Raises:
         ConfigError: a probability outside [0, 1], ``plan_path`` without ``plan_hops``, or
-            ``path_directions`` or ``path_kinds`` without ``plan_path``.
+            ``path_directions``, ``path_kinds`` or ``plan_after_look`` without ``plan_path``.
     """
 
     name = "scripted"
 
     def __init__(self, p_types: float = 0.25, p_detour: float = 0.2, p_syntax_error: float = 0.15,
                  plan_hops: bool = False, restate: bool = False, plan_path: bool = False,
-                 path_directions: bool = False, path_kinds: bool = False):
+                 path_directions: bool = False, path_kinds: bool = False, plan_after_look: bool = False):
         check_probabilities("ScriptedKnowCoderTeacher", p_types=p_types, p_detour=p_detour,
                             p_syntax_error=p_syntax_error)
         # each option only rewrites the thought the one before it writes; alone it would be
         # silently ignored and a run would measure the teacher without it
         for key, on, needs, has in (("plan_path", plan_path, "plan_hops", plan_hops),
                                     ("path_directions", path_directions, "plan_path", plan_path),
-                                    ("path_kinds", path_kinds, "plan_path", plan_path)):
+                                    ("path_kinds", path_kinds, "plan_path", plan_path),
+                                    ("plan_after_look", plan_after_look, "plan_path", plan_path)):
             if on and not has:
                 raise ConfigError(f"ScriptedKnowCoderTeacher: {key}=True needs {needs}=True "
                                   f"(got {needs}={has!r})")
@@ -232,6 +238,7 @@ class ScriptedKnowCoderTeacher:
         self.plan_path = plan_path
         self.path_directions = path_directions
         self.path_kinds = path_kinds
+        self.plan_after_look = plan_after_look
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         if not isinstance(env.action_space, KnowCoderActionSpace):
@@ -259,6 +266,8 @@ class ScriptedKnowCoderTeacher:
         goes = f"goes {' -> '.join(kinds)} and " if kinds and len(kinds) == len(path) + 1 else ""
         takes = "" if not n_hops else (f"{goes}follows {', '.join(written)}: {hops}"
                                        if self.plan_path else f"takes {hops}")
+        # plan_after_look: the path waits for the next thought, once the patterns are shown
+        early, takes = ("", takes) if not self.plan_after_look else (takes, "")
         if self.restate:
             first = (f"The question asks: {semantic.rstrip('?.! ')}" + (f", which {takes}" if takes else "")
                      + f". It is about {name}.")
@@ -267,6 +276,15 @@ class ScriptedKnowCoderTeacher:
         r = env.step(f"<think>{first} I will look at the relation patterns around it.</think>"
                      + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
         shown = _shown(r)
+        later = []
+        if early:
+            seen = _line_for(shown, [path[0].lstrip("~")]) if path else None
+            later.append((f"Around {name}: {seen}. " if seen else "") + f"The question {early}. ")
+
+        def lead() -> str:
+            """The plan, in the first thought after the pattern search (``plan_after_look``)."""
+            return later.pop() if later else ""
+
         walked: list[str] = []
         # a multi-hop path whose chain is not shown (no CVT): walk it, one pattern search per hop
         for i, hop in enumerate(path[:-1]):
@@ -278,7 +296,7 @@ class ScriptedKnowCoderTeacher:
             sub = KBQASample(id=sample.id, question=sample.question, topic_entities=sample.topic_entities,
                              relation_path=path[: i + 1])
             sketch = path_sparql(sub, kb) or sketch
-            r = env.step(f"<think>{hop_at(i, i, n_hops)}{line} leads towards the answer; I will look around its far end.</think>"
+            r = env.step(f"<think>{lead()}{hop_at(i, i, n_hops)}{line} leads towards the answer; I will look around its far end.</think>"
                          + _call("SearchGraphPatterns", sparql=sketch, semantic=semantic))
             shown = _shown(r)
             walked.append(hop.lstrip("~"))
@@ -289,19 +307,19 @@ class ScriptedKnowCoderTeacher:
             classes = kb.types(sample.answers[0].id)  # the answer's own type: what a careful writer checks
         if not env.done and classes:
             what = verbalize_relation(classes[0])
-            env.step(f"<think>The answer should be of the right type; let me search the types for {what}.</think>"
+            env.step(f"<think>{lead()}The answer should be of the right type; let me search the types for {what}.</think>"
                      + _call("SearchTypes", query=what))
         wrong = [(line, p) for line, p in shown if p.relations[0] not in rels and p.template in (1, 3)]
         note = ""
         if not env.done and wrong and rng.random() < self.p_detour:
             line, p = rng.choice(wrong)
             rel = KnowCoderActionSpace.relation_ref(kb, p.relations[0])
-            env.step(f"<think>Maybe {line} answers it.</think>"
+            env.step(f"<think>{lead()}Maybe {line} answers it.</think>"
                      + _call("ExecuteSPARQL", sparql=f"SELECT DISTINCT ?x WHERE {{ {ref} {rel} ?x . }}"))
             note = f"That is {verbalize_relation(p.relations[0])}, not what the question asks. "
         elif not env.done and rng.random() < self.p_syntax_error:
             broken = gold.rstrip().rstrip("}").rstrip()
-            env.step("<think>I will write the query.</think>" + _call("ExecuteSPARQL", sparql=broken))
+            env.step(f"<think>{lead()}I will write the query.</think>" + _call("ExecuteSPARQL", sparql=broken))
             note = "The query has a syntax error: a closing brace is missing. "
         if env.done:
             return env.trajectory
@@ -309,7 +327,7 @@ class ScriptedKnowCoderTeacher:
         reason = (f"{line} fits the question" if line is not None
                   else "I will query " + (", ".join(verbalize_relation(x) for x in rels) or "its constraints")
                   + f" from {name}")
-        r = env.step(f"<think>{note}{hop_at(len(walked), n_hops - 1, n_hops)}{reason}.</think>"
+        r = env.step(f"<think>{lead()}{note}{hop_at(len(walked), n_hops - 1, n_hops)}{reason}.</think>"
                      + _call("ExecuteSPARQL", sparql=gold))
         if env.done:
             return env.trajectory
@@ -322,4 +340,4 @@ class ScriptedKnowCoderTeacher:
         return (f"ScriptedKnowCoderTeacher(p_types={self.p_types}, p_detour={self.p_detour}, "
                 f"p_syntax_error={self.p_syntax_error}, plan_hops={self.plan_hops}, restate={self.restate}, "
                 f"plan_path={self.plan_path}, path_directions={self.path_directions}, "
-                f"path_kinds={self.path_kinds})")
+                f"path_kinds={self.path_kinds}, plan_after_look={self.plan_after_look})")

@@ -22,14 +22,16 @@ from tests.conftest import FIXTURES
 MINI = FIXTURES / "metaqa_mini"
 
 
-@pytest.fixture(scope="module")
-def teacher_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=[False, True], ids=["plan_first", "plan_after_look"])
+def teacher_run(tmp_path_factory, request):
     """The metaqa preset's teacher (no detours) on the fixture's 1- and 2-hop questions,
-    written as an evaluation writes them: ``eval_checkpoint.jsonl`` + ``trajectories.jsonl``."""
+    written as an evaluation writes them: ``eval_checkpoint.jsonl`` + ``trajectories.jsonl``;
+    the path named in the first thought, or in the second (``plan_after_look``)."""
     out = tmp_path_factory.mktemp("eval")
     kb = load_metaqa_kb(MINI / "kb.txt")
     teacher = ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True,
-                                       restate=True, plan_path=True, path_kinds=True)
+                                       restate=True, plan_path=True, path_kinds=True,
+                                       plan_after_look=request.param)
     samples = load_dataset("metaqa", path=MINI, split="dev", hops=(1, 2))
     trajs = [teacher.episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for q in samples]
     JsonlSink(out / "trajectories.jsonl")(trajs, -1, "eval/checkpoint")
@@ -64,7 +66,8 @@ def test_a_question_scored_again_counts_its_last_episode(teacher_run, tmp_path, 
     for name in ("eval_checkpoint.jsonl", "trajectories.jsonl"):
         (tmp_path / name).write_bytes((out / name).read_bytes())
     two_hop = next(i for i, q in enumerate(samples) if q.hops == 2)
-    wrong = trajs[two_hop].turns[0].text.replace(samples[two_hop].relation_path[-1].lstrip("~"), "has_genre")
+    planned = next(t.text for t in trajs[two_hop].turns if "follows" in t.text)
+    wrong = planned.replace(samples[two_hop].relation_path[-1].lstrip("~"), "has_genre")
     redone = dataclasses.replace(trajs[two_hop], turns=[Turn(text=wrong)])
     JsonlSink(tmp_path / "trajectories.jsonl")([redone], -1, "eval/checkpoint")
     assert len(last_episodes(tmp_path / "trajectories.jsonl", "eval/checkpoint")) == len(samples)

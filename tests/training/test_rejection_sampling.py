@@ -219,6 +219,7 @@ def test_the_teachers_path_query_returns_exactly_metaqas_answers(metaqa_kb, hop)
     ({"plan_path": True}, "plan_path=True needs plan_hops=True"),
     ({"plan_hops": True, "path_directions": True}, "path_directions=True needs plan_path=True"),
     ({"plan_hops": True, "path_kinds": True}, "path_kinds=True needs plan_path=True"),
+    ({"plan_hops": True, "plan_after_look": True}, "plan_after_look=True needs plan_path=True"),
     ({"p_detour": 1.5}, "p_detour=1.5"),
     ({"p_types": -0.1}, "p_types=-0.1"),
 ])
@@ -353,3 +354,21 @@ def test_engine_teacher_runs_a_local_model(demo_oxigraph, by_type):
     teacher = EngineTeacher(HFEngine(pol), pol.chat_ids, max_new_tokens=8, name="tiny")
     t = teacher.episode(make_env("knowcoder_a1", demo_oxigraph, max_turns=3), by_type["1-hop"][0], random.Random(0))
     assert 1 <= len(t.turns) <= 3 and all(turn.text for turn in t.turns)
+
+
+def test_a_plan_after_the_look_names_the_path_in_the_second_thought(metaqa_2hop):
+    """With ``plan_after_look`` the first thought names no path; the next one names it after
+    the shown pattern of the path's first relation; the tool calls are those of ``plan_path``."""
+    kb, q = metaqa_2hop
+    teachers = [ScriptedKnowCoderTeacher(p_types=0.0, p_detour=0.0, p_syntax_error=0.0, plan_hops=True, restate=True,
+                                         plan_path=True, path_kinds=True, plan_after_look=a) for a in (False, True)]
+    before, after = (t.episode(make_env("knowcoder_a1", kb, max_turns=6), q, random.Random(0)) for t in teachers)
+    kinds, rels = " -> ".join(q.meta["path_kinds"]), ", ".join(r.lstrip("~") for r in q.relation_path)
+    plan = f"goes {kinds} and follows {rels}: 2 hops."
+    assert plan in before.turns[0].text and "follows" not in after.turns[0].text
+    second = re.search(r"<think>(.*?)</think>", after.turns[1].text).group(1)
+    name = q.topic_entities[0].name
+    assert second.startswith(f"Around {name}: (") and f"). The question {plan} " in second
+    assert q.relation_path[0].lstrip("~") in second.split("). The question")[0]
+    assert [[a.raw for a in t.actions] for t in after.turns] == [[a.raw for a in t.actions] for t in before.turns]
+    assert hit(after, q)
