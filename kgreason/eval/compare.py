@@ -40,7 +40,7 @@ def load_rows(path: str | Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def _group(row: Mapping[str, Any], by: str) -> str:
+def group_name(row: Mapping[str, Any], by: str) -> str:
     """A row's group name: its ``by`` field (hop counts read ``2-hop``)."""
     value = row.get(by)
     return f"{value}-hop" if by == "hops" else str(value)
@@ -70,11 +70,11 @@ def compare(runs: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str = "
         if own[name] not in have:
             raise ValueError(f"run {name!r} has no metric {own[name]!r}; its rows have {sorted(have)}")
     # "all" always leads the table; naming it in ``groups`` must not add a second row
-    names = (sorted({_group(first[q], by) for q in shared}) if groups is None
+    names = (sorted({group_name(first[q], by) for q in shared}) if groups is None
              else [g for g in groups if g.lower() != "all"])
     out = []
     for g in ["all", *names]:
-        ids = sorted(q for q in shared if g == "all" or _group(first[q], by).lower() == g.lower())
+        ids = sorted(q for q in shared if g == "all" or group_name(first[q], by).lower() == g.lower())
         row: dict[str, Any] = {"group": g, "n": len(ids)}
         for name, rows in runs.items():
             row[name] = sum(float(rows[q][own[name]]) for q in ids) / len(ids) if ids else float("nan")

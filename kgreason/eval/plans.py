@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kgreason.errors import ConfigError
+from kgreason.eval.compare import GROUP_BY, group_name
 from kgreason.types import KBQASample
 
 #: the first thought's path, as the ``plan_path`` teacher writes it
@@ -111,8 +112,7 @@ def plan_table(rows: Iterable[Mapping[str, Any]], episodes: Mapping[str, Mapping
         turns = episodes[qid].get("turns") or []
         # the first thought that names one (the second with plan_after_look)
         plan = next((p for t in turns if (p := named_path(str(t.get("text", "")))) is not None), None)
-        group = f"{row.get(by)}-hop" if by == "hops" else str(row.get(by))
-        scored.append((group, plan == gold[qid], queried_path(turns) == gold[qid], float(row["hit1"])))
+        scored.append((group_name(row, by), plan == gold[qid], queried_path(turns) == gold[qid], float(row["hit1"])))
     if not scored:
         raise ConfigError("no question has a row, an episode and a gold relation_path: "
                           "were the rows, the trajectories and the dataset those of one evaluation?")
@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--path", help="the dataset's file or folder")
     p.add_argument("--split", default="dev")
     p.add_argument("--hops", help="MetaQA: the hop folders to read, e.g. 1,2 (default: every one)")
-    p.add_argument("--by", default="hops", choices=("hops", "qtype", "level"))
+    p.add_argument("--by", default="hops", choices=GROUP_BY)
     a = p.parse_args(argv)
     rows_path = Path(a.rows)
     tag = rows_path.stem.removeprefix("eval_")
