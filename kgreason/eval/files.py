@@ -23,7 +23,9 @@ class EvalSink:
             an earlier ``eval_<tag>.jsonl`` there is emptied unless ``resume``.
         resume: keep the rows an earlier evaluation wrote there (:attr:`done`), so that
             an interrupted one goes on with the questions it had not scored. A line cut
-            off by a kill mid-write is dropped (its question is scored again).
+            off by a kill mid-write is dropped (its question is scored again), in both
+            files; so are this evaluation's trajectories whose row was not written (a kill
+            between the two appends), which would otherwise be there twice.
 
     Raises:
         ConfigError: ``resume`` and a line before the last is not a JSON row with an ``id``.
@@ -32,7 +34,7 @@ class EvalSink:
     def __init__(self, out: str | Path, tag: str, resume: bool = False):
         # Lightning loads with these: only when a sink is made
         from kgreason.training import JsonlSink
-        from kgreason.training.resume import atomic_save
+        from kgreason.training.resume import atomic_save, drop_jsonl_rows
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -45,6 +47,12 @@ class EvalSink:
         # atomically, so a kill now cannot lose the rows kept
         atomic_save("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.done), self.path,
                     lambda text, p: Path(p).write_text(text, encoding="utf-8"))
+        if resume:
+            # the next append would join a cut-off trajectory line to a whole one, and a
+            # reader of the file (kgreason.eval.plans) would stop at it
+            kept = {str(r["id"]) for r in self.done}
+            drop_jsonl_rows(self._trajectories.path,
+                            lambda r: r.get("stage") == self.stage and str(r.get("sample_id")) not in kept)
 
     def __call__(self, rows: Sequence[dict[str, Any]], trajs: Sequence[Trajectory]) -> None:
         self._trajectories(trajs, -1, self.stage)

@@ -67,16 +67,27 @@ def queried_path(turns: Iterable[Mapping[str, Any]]) -> list[str] | None:
 def last_episodes(path: str | Path, stage: str) -> dict[str, dict[str, Any]]:
     """The ``trajectories.jsonl`` records of ``stage``, the last one of each question.
 
+    A last line cut off by a kill mid-write is left out (a resumed evaluation scores that
+    question again).
+
     Raises:
-        ConfigError: no record of that stage (the file holds another evaluation's).
+        ConfigError: no record of that stage (the file holds another evaluation's), or a
+            line before the last is not JSON.
     """
     out: dict[str, dict[str, Any]] = {}
     stages: set[str] = set()
+    bad: tuple[int, str] | None = None  # an unreadable line, an error unless it is the last
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
+        for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            rec = json.loads(line)
+            if bad:
+                raise ConfigError(f"{path}:{bad[0]} is not a JSON trajectory record: {bad[1][:80]!r}")
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                bad = (n, line)
+                continue
             stages.add(str(rec.get("stage")))
             if rec.get("stage") == stage:
                 out[str(rec["sample_id"])] = rec

@@ -50,3 +50,18 @@ def test_resume_refuses_a_file_that_is_not_evaluation_rows(tmp_path):
     with pytest.raises(ConfigError, match=r"eval_checkpoint.jsonl:2 is not an evaluation row"):
         EvalSink(tmp_path, "checkpoint", resume=True)
     assert (tmp_path / "eval_checkpoint.jsonl").read_text() == text  # refused, and nothing lost
+
+
+def test_resume_drops_a_cut_off_trajectory_and_those_of_unwritten_rows(tmp_path):
+    traj = tmp_path / "trajectories.jsonl"
+    traj.write_text(json.dumps({"stage": "train", "sample_id": "t"}) + "\n")  # another stage's: kept
+    sink = EvalSink(tmp_path, "checkpoint")
+    sink([{"id": "a"}], [Trajectory(sample_id="a", prompt=[], turns=[])])
+    # a kill after the next batch's trajectories were written and before its rows were
+    sink._trajectories([Trajectory(sample_id="b", prompt=[], turns=[])], -1, "eval/checkpoint")
+    with traj.open("a") as f:
+        f.write('{"step": -1, "stage": "eval/checkpoint", "sample_id": "c", "tu')
+    again = EvalSink(tmp_path, "checkpoint", resume=True)
+    assert _ids(traj) == ["t", "a"]
+    again([{"id": "b"}], [Trajectory(sample_id="b", prompt=[], turns=[])])
+    assert _ids(traj) == ["t", "a", "b"]  # every line whole, each question once

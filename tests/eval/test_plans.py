@@ -82,3 +82,15 @@ def test_trajectories_of_another_evaluation_are_an_error_naming_their_stages(tea
     with pytest.raises(ConfigError, match=r"no episode of stage 'eval/trained'.*eval/checkpoint"):
         main([str(tmp_path / "eval_trained.jsonl"), "--dataset", "metaqa", "--path", str(MINI), "--hops", "1,2",
               "--trajectories", str(out / "trajectories.jsonl")])
+
+
+def test_a_cut_off_last_line_is_left_out_and_one_in_the_middle_is_an_error(teacher_run, tmp_path):
+    out, samples, _ = teacher_run
+    whole = (out / "trajectories.jsonl").read_text()
+    cut = '{"step": -1, "stage": "eval/checkpoint", "sample_id": "x", "tu'
+    (tmp_path / "t.jsonl").write_text(whole + cut)  # a kill mid-write
+    assert len(last_episodes(tmp_path / "t.jsonl", "eval/checkpoint")) == len(samples)
+    lines = whole.splitlines(keepends=True)
+    (tmp_path / "t.jsonl").write_text("".join(lines[:2]) + cut + "\n" + "".join(lines[2:]))
+    with pytest.raises(ConfigError, match=r"t.jsonl:3 is not a JSON trajectory record"):
+        last_episodes(tmp_path / "t.jsonl", "eval/checkpoint")
