@@ -78,8 +78,10 @@ def test_the_preset_sizes_the_method_and_specialises_its_parts():
     kc = {p: instantiate(compose_config(["method=knowcoder_a1", f"preset={p}"]).cold_start.teachers[0])
           for p in ("demo", "metaqa")}
     assert kc["metaqa"].plan_hops and kc["metaqa"].restate and kc["metaqa"].plan_path and kc["metaqa"].path_kinds
+    assert kc["metaqa"].plan_after_look
     assert kc["metaqa"].p_detour == kc["demo"].p_detour
-    assert not (kc["demo"].plan_hops or kc["demo"].restate or kc["demo"].plan_path or kc["demo"].path_kinds)  # measured on MetaQA only
+    assert not (kc["demo"].plan_hops or kc["demo"].restate or kc["demo"].plan_path or kc["demo"].path_kinds
+                or kc["demo"].plan_after_look)  # measured on MetaQA only
     assert compose_config(["method=knowcoder_a1"]).env.space.end_without_call  # the official RL loop
     isp = compose_config(["method=isp_dtpo", "preset=demo"])
     assert isp.rollout.max_active == 2 and "oracle" not in isp.cold_start  # the tree's own cap only
