@@ -231,13 +231,16 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from kgreason.compose import build_parts
     from kgreason.eval import EvalReport
     from kgreason.eval.files import read_rows
+    from kgreason.training.cost import StageCost
     from kgreason.training.resume import rl_progress
 
     L.seed_everything(cfg.seed, verbose=False)
+    cost = StageCost()  # results.json's "cost": wall, CPU (the query process too) and peak RSS a stage
     # trainer=ddp: Lightning starts the other processes at the first fit, running this
     # script again; they train their share and leave evaluation and results to the first
     lead = rank_zero_only.rank == 0
-    p = build_parts(cfg)
+    with cost.stage("start"):
+        p = build_parts(cfg)
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
     results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
@@ -255,35 +258,45 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get
-    figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
+    with cost.stage("ranker_training"):
+        figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
     if figures:
         results["ranker"] = figures
+    else:  # a method without a trainable ranker: nothing ran
+        del cost.stages["ranker_training"]
 
     if lead and not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
         tag = "untrained" if cfg.stage == "all" else "checkpoint"
-        reports[tag] = run_eval(p, cfg, out, tag)
+        with cost.stage(f"eval/{tag}"):
+            reports[tag] = run_eval(p, cfg, out, tag)
 
     if not cfg.resume and cfg.stage in ("all", "sft") and cfg.sft.steps > 0:
-        results["sft_trajectories"] = cold_start(p, cfg, out)
+        with cost.stage("cold_start"):  # building the episodes and SFT on them
+            results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
             results["cold_start_report"] = p.cold_start.report
         if lead and results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
-            reports["sft"] = run_eval(p, cfg, out, "sft")
+            with cost.stage("eval/sft"):
+                reports["sft"] = run_eval(p, cfg, out, "sft")
 
     if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
-        reinforce(p, cfg, out, start)
+        with cost.stage("rl"):
+            reinforce(p, cfg, out, start)
     if not lead:
         return results
 
     if cfg.stage == "all":
-        reports["trained"] = run_eval(p, cfg, out, "trained")
+        with cost.stage("eval/trained"):
+            reports["trained"] = run_eval(p, cfg, out, "trained")
 
     results["eval"] = {k: {"overall": r.overall, "by_level": r.by_level, "by_qtype": r.by_qtype, "by_hops": r.by_hops}
                        for k, r in reports.items()}
+    results["cost"] = cost.as_dict()
     (out / "results.json").write_text(json.dumps(results, indent=2))
     choices = HydraConfig.get().runtime.choices
     md = [f"# Results: method={choices.get('method')} preset={choices.get('preset')}"]
     md += [r.markdown(k) for k, r in reports.items()]
+    md.append(cost.markdown())
     (out / "results.md").write_text("\n\n".join(md) + "\n")
     from plots import plot_run  # experiments/plots.py (the runner extra: matplotlib, pandas)
 
@@ -291,6 +304,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results["plots"] = [str(plot)] if plot else []
     for k, r in reports.items():
         print(f"[{k}] dev F1 {r.overall['f1']:.3f}  Hit@1 {r.overall['hit1']:.3f}  (n={r.overall['n']})")
+    bill = results["cost"]
+    print(f"cost: training {bill['training']['cpu_min']:.1f} CPU-minutes, run {bill['total']['cpu_min']:.1f} "
+          f"CPU-minutes in {bill['total']['wall_s'] / 60:.1f} min wall (results.md)")
     print(f"outputs: {out}")
     return results
 

@@ -40,6 +40,8 @@ def sweep_rows(sweep_dir: str | Path) -> list[dict[str, Any]]:
             row["n"] = ev["overall"]["n"]
         if "trained F1" in row and "untrained F1" in row:
             row["gain F1"] = row["trained F1"] - row["untrained F1"]
+        if "cost" in res:  # what an ablation's arm cost, beside what it scored
+            row["training CPU-min"] = res["cost"]["training"]["cpu_min"]
         rows.append(row | {"status": "done"})
     return rows
 
@@ -59,7 +61,7 @@ def sweep_markdown(rows: list[dict[str, Any]], title: str = "Sweep") -> str:
     keys: list[str] = ["job"]
     for tag in TAGS:
         keys += [k for k in (f"{tag} F1", f"{tag} Hit@1") if any(k in r for r in rows)]
-    keys += [k for k in ("gain F1", "n", "status") if any(k in r for r in rows)]
+    keys += [k for k in ("gain F1", "training CPU-min", "n", "status") if any(k in r for r in rows)]
     keys += sorted({k for r in rows for k in r} - set(keys))
 
     def cell(v: Any) -> str:

@@ -13,6 +13,7 @@ from kgreason.training.cold_start import (
     grounded,
     oracle_sft_trajectories,
 )
+from kgreason.training.cost import StageCost
 from kgreason.training.curriculum import CurriculumStream, hop_level, sample_hops
 from kgreason.training.decompose import decompose, isp_sft_trajectories
 from kgreason.training.distributed import leave_process_group, rank_and_world
@@ -34,6 +35,6 @@ from kgreason.training.sft import SFTLitModule, masked_nll
 __all__ = [
     "ColdStart", "CurriculumStream", "HardCaseStream", "annotate_sft_losses", "hard_cases", "sample_hops", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
     "LengthFit", "LengthGroupedBatches", "length_fit", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
-    "RLLitModule", "SFTLitModule", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
+    "RLLitModule", "SFTLitModule", "StageCost", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
     "isp_sft_trajectories", "leave_process_group", "rank_and_world", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
 ]

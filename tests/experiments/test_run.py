@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,12 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert set(res["eval"]) == {"untrained", "trained"}
     assert "dev F1" in p.stdout
+    # what each stage cost; training is the cold start and RL, not the evaluations
+    bill = res["cost"]
+    assert list(bill["stages"]) == ["start", "eval/untrained", "cold_start", "rl", "eval/trained"]
+    assert all(s["wall_s"] > 0 and s["cpu_s"] > 0 for s in bill["stages"].values())
+    assert bill["training"]["cpu_s"] == pytest.approx(bill["stages"]["cold_start"]["cpu_s"] + bill["stages"]["rl"]["cpu_s"])
+    assert "| cold_start |" in (out / "results.md").read_text() and "CPU-minutes" in p.stdout
     noise = [n for n in ("FutureWarning", "GPU available", "Tip:", "validation_step", "LeafSpec", "past_key_values",
                          "/-2") if n in p.stdout + p.stderr]
     assert not noise, noise  # nothing a user cannot act on
@@ -110,7 +117,7 @@ def test_multirun_ablation_grid_over_reward_and_objective(tmp_path):
         assert ("advantage: kg_r1_turn" in cfg) == ("objective=kg_r1" in d.name)
     # the sweep's own table: one row per job, each with its trained score
     table = (tmp_path / "results.md").read_text().splitlines()
-    assert table[2].startswith("| job | trained F1 | trained Hit@1 | n | status |")
+    assert table[2].startswith("| job | trained F1 | trained Hit@1 | training CPU-min | n | status |")
     rows = [r for r in table if r.startswith("| ") and "reward=" in r]
     assert sorted(r.split(" | ")[0][2:] for r in rows) == sorted(d.name for d in runs)
     assert all(r.endswith("| 4 | done |") for r in rows)
