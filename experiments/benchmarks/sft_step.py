@@ -11,14 +11,29 @@ seconds per step and the speed-up over the baseline, measured side by side in on
 The last rows repeat the fastest configuration in the other precision (and, where
 ``bf16: auto`` chose float32, with bf16 autocast over float32 weights, as ``sft.bf16=true``
 trains), so one run shows whether bf16 pays on this host.
+
+    python experiments/benchmarks/sft_step.py --allocator [--method knowcoder_a1] [--rounds 2]
+
+compares instead the presets' step (top 12 layers, shared prefix, loss tokens, bf16
+autocast where it pays) under glibc's default allocator settings and with ``mmap`` off and
+trimming off (``MALLOC_MMAP_MAX_=0``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``), so
+that freed activations stay in the heap instead of going back to the kernel and being
+faulted in again, zeroed, at the next step. Each setting runs in its own process (glibc
+reads them at start), alternated ``rounds`` times; it prints seconds a step, user and
+system CPU seconds a step, minor page faults a step and peak RSS, and the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
 import random
+import resource
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -65,13 +80,74 @@ def episodes(method: str, policy: CausalLMPolicy, n: int) -> list:
             for s in train[3 : 100 * n : 100]]
 
 
+#: glibc settings that keep freed memory in the heap: no mmap'd chunks, no trimming
+KEEP_FREED = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36), "MALLOC_TOP_PAD_": str(1 << 30)}
+
+
+def preset_step(method: str, repeats: int) -> dict[str, float]:
+    """The presets' SFT step, ``repeats`` times after a warm-up: per-step time, CPU, page faults."""
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=12), bf16=False)
+    policy.share_prefix = 32
+    batch = collate(episodes(method, policy, 4), policy.tokenizer.pad_token_id, 2304)
+    autocast = bf16_speedup_pays()
+    step_time(policy, batch, True, True, 1, autocast=autocast)  # first touches: the optimizer's state, the heap
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t = step_time(policy, batch, True, True, repeats, autocast=autocast)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    n = repeats + 1  # step_time's own warm-up pass is inside the usage window too
+    return {"s_step": t, "user": (r1.ru_utime - r0.ru_utime) / n, "sys": (r1.ru_stime - r0.ru_stime) / n,
+            "minflt": (r1.ru_minflt - r0.ru_minflt) / n, "rss_gb": r1.ru_maxrss / (1 << 20),
+            "shape": list(batch["input_ids"].shape), "autocast": autocast}
+
+
+def bf16_speedup_pays() -> bool:
+    from kgreason.models.precision import resolve_bf16
+
+    return bool(resolve_bf16("auto", torch.device("cpu"), measure=True))
+
+
+def allocator(method: str, repeats: int, rounds: int) -> int:
+    """glibc's defaults against freed memory kept in the heap, each in its own process, alternated."""
+    runs: dict[str, list[dict]] = {"glibc default": [], "mmap and trim off": []}
+    for _ in range(rounds):
+        for name, extra in (("glibc default", {}), ("mmap and trim off", KEEP_FREED)):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | extra
+            out = subprocess.run([sys.executable, __file__, "--child", "--method", method, "--repeats", str(repeats)],
+                                 env=env, capture_output=True, text=True, check=True).stdout
+            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+    first = runs["glibc default"][0]
+    print(f"SmolLM2-135M + LoRA r16 top 12, shared prefix, loss tokens; {method} batch {tuple(first['shape'])}, "
+          f"bf16 autocast {first['autocast']}; {rounds} rounds x {repeats} steps, alternated\n")
+    print("| allocator | s/step | user s/step | system s/step | CPU s/step | minor faults/step | peak RSS GB |\n"
+          "|---|---|---|---|---|---|---|")
+    mean = {name: {k: statistics.mean(r[k] for r in rs) for k in ("s_step", "user", "sys", "minflt", "rss_gb")}
+            for name, rs in runs.items()}
+    for name, m in mean.items():
+        print(f"| {name} | {m['s_step']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['user'] + m['sys']:.2f} | "
+              f"{m['minflt']:,.0f} | {m['rss_gb']:.2f} |")
+    a, b = mean["glibc default"], mean["mmap and trim off"]
+    print(f"\nkept in the heap / default: step time {b['s_step'] / a['s_step']:.3f}x, "
+          f"CPU {(b['user'] + b['sys']) / (a['user'] + a['sys']):.3f}x, system {b['sys'] / a['sys']:.3f}x, "
+          f"page faults {b['minflt'] / a['minflt']:.3f}x, peak RSS {b['rss_gb'] / a['rss_gb']:.3f}x")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--method", choices=["kg_r1", "knowcoder_a1"], default="kg_r1")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--top-layers", type=int, default=12)
+    ap.add_argument("--allocator", action="store_true", help="glibc's defaults against freed memory kept in the heap")
+    ap.add_argument("--rounds", type=int, default=2, help="with --allocator: alternations of the two settings")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        print(json.dumps(preset_step(args.method, args.repeats)))
+        return 0
+    if args.allocator:
+        return allocator(args.method, args.repeats, args.rounds)
     torch.manual_seed(0)
     auto = bf16_is_fast()
     rows = []
