@@ -1,6 +1,9 @@
 """Shared by the benchmark scripts."""
 
+import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -25,6 +28,18 @@ def metaqa_sample_heads(kb_file: Path, n: int, seed: int = 0) -> list[str]:
 
     heads = sorted({h for h, _, _ in read_metaqa_triples(kb_file, with_names=False)})
     return random.Random(seed).sample(heads, n)
+
+
+def json_child(script: str | Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``script`` again in a process of its own and return the JSON of its last line.
+
+    A side measured in its own process has its own peak RSS (``ru_maxrss``) and its own
+    start-up settings (allocator, threads); ``env`` is the child's whole environment
+    (``None``: this process's).
+    """
+    out = subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, text=True,
+                         env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def median_ms(fn: Callable, args: Iterable[tuple]) -> float:

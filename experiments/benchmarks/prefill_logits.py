@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
-import sys
 import time
 
 import torch
+from common import json_child
 
 from kgreason.compose import build_parts, compose_config
+from kgreason.training.cost import peak_rss_gb
 
 SIDES = ("all positions", "last position")
 
@@ -57,17 +56,16 @@ def run_side(side: str, args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     trajs, _ = parts.eval_rollout.run(envs, samples, greedy=True)
     return {"side": side, "seconds": time.perf_counter() - t0,
-            "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2,
+            "rss_gb": peak_rss_gb(),
             "tokens": [t.token_ids for t in trajs]}
 
 
 def child(side: str, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, __file__, "--side", side, "--method", args.method, "--preset", args.preset,
-           "--hops", str(args.hops), "--n", str(args.n), "--json"]
+    cmd = ["--side", side, "--method", args.method, "--preset", args.preset, "--hops", str(args.hops),
+           "--n", str(args.n), "--json"]
     if args.checkpoint:
         cmd += ["--checkpoint", args.checkpoint]
-    out = subprocess.run([*cmd, *args.overrides], check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return json_child(__file__, *cmd, *args.overrides)
 
 
 def main() -> int:

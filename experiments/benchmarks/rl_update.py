@@ -21,12 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 
 import torch
+from common import json_child
 
 LR = 1e-5
 BETA = 0.01
@@ -126,10 +125,8 @@ def run_trl(args: argparse.Namespace) -> float:
 
 
 def child(side: str, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, __file__, "--side", side, "--seqs", str(args.seqs), "--len", str(args.len),
-           "--mini", str(args.mini), "--json"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return json_child(__file__, "--side", side, "--seqs", str(args.seqs), "--len", str(args.len),
+                      "--mini", str(args.mini), "--json")
 
 
 def main() -> int:

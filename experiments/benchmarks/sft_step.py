@@ -32,17 +32,17 @@ import os
 import random
 import resource
 import statistics
-import subprocess
-import sys
 import time
 
 import torch
+from common import json_child
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast
 from kgreason.models.policy import first_loss_position
 from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
+from kgreason.training.cost import peak_rss_gb
 from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 
 PRECISION = {True: "bf16", False: "float32", "autocast": "bf16 autocast, float32 weights"}
@@ -84,20 +84,20 @@ def episodes(method: str, policy: CausalLMPolicy, n: int) -> list:
 KEEP_FREED = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36), "MALLOC_TOP_PAD_": str(1 << 30)}
 
 
-def preset_step(method: str, repeats: int) -> dict[str, float]:
+def preset_step(method: str, repeats: int, n: int, top: int) -> dict[str, float]:
     """The presets' SFT step, ``repeats`` times after a warm-up: per-step time, CPU, page faults."""
     torch.manual_seed(0)
-    policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=12), bf16=False)
+    policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=False)
     policy.share_prefix = 32
-    batch = collate(episodes(method, policy, 4), policy.tokenizer.pad_token_id, 2304)
+    batch = collate(episodes(method, policy, n), policy.tokenizer.pad_token_id, 2304)
     autocast = bf16_speedup_pays()
     step_time(policy, batch, True, True, 1, autocast=autocast)  # first touches: the optimizer's state, the heap
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t = step_time(policy, batch, True, True, repeats, autocast=autocast)
     r1 = resource.getrusage(resource.RUSAGE_SELF)
-    n = repeats + 1  # step_time's own warm-up pass is inside the usage window too
-    return {"s_step": t, "user": (r1.ru_utime - r0.ru_utime) / n, "sys": (r1.ru_stime - r0.ru_stime) / n,
-            "minflt": (r1.ru_minflt - r0.ru_minflt) / n, "rss_gb": r1.ru_maxrss / (1 << 20),
+    k = repeats + 1  # step_time's own warm-up pass is inside the usage window too
+    return {"s_step": t, "user": (r1.ru_utime - r0.ru_utime) / k, "sys": (r1.ru_stime - r0.ru_stime) / k,
+            "minflt": (r1.ru_minflt - r0.ru_minflt) / k, "rss_gb": peak_rss_gb(),
             "shape": list(batch["input_ids"].shape), "autocast": autocast}
 
 
@@ -107,18 +107,19 @@ def bf16_speedup_pays() -> bool:
     return bool(resolve_bf16("auto", torch.device("cpu"), measure=True))
 
 
-def allocator(method: str, repeats: int, rounds: int) -> int:
+def allocator(args: argparse.Namespace) -> int:
     """glibc's defaults against freed memory kept in the heap, each in its own process, alternated."""
     runs: dict[str, list[dict]] = {"glibc default": [], "mmap and trim off": []}
-    for _ in range(rounds):
-        for name, extra in (("glibc default", {}), ("mmap and trim off", KEEP_FREED)):
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | extra
-            out = subprocess.run([sys.executable, __file__, "--child", "--method", method, "--repeats", str(repeats)],
-                                 env=env, capture_output=True, text=True, check=True).stdout
-            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+    child = ["--child", "--method", args.method, "--repeats", str(args.repeats), "--batch", str(args.batch),
+             "--top-layers", str(args.top_layers)]
+    default = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    for _ in range(args.rounds):
+        runs["glibc default"].append(json_child(__file__, *child, env=default))
+        runs["mmap and trim off"].append(json_child(__file__, *child, env=default | KEEP_FREED))
     first = runs["glibc default"][0]
-    print(f"SmolLM2-135M + LoRA r16 top 12, shared prefix, loss tokens; {method} batch {tuple(first['shape'])}, "
-          f"bf16 autocast {first['autocast']}; {rounds} rounds x {repeats} steps, alternated\n")
+    print(f"SmolLM2-135M + LoRA r16 top {args.top_layers}, shared prefix, loss tokens; {args.method} batch "
+          f"{tuple(first['shape'])}, bf16 autocast {first['autocast']}; {args.rounds} rounds x {args.repeats} "
+          "steps, alternated\n")
     print("| allocator | s/step | user s/step | system s/step | CPU s/step | minor faults/step | peak RSS GB |\n"
           "|---|---|---|---|---|---|---|")
     mean = {name: {k: statistics.mean(r[k] for r in rs) for k in ("s_step", "user", "sys", "minflt", "rss_gb")}
@@ -144,10 +145,10 @@ def main() -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(preset_step(args.method, args.repeats)))
+        print(json.dumps(preset_step(args.method, args.repeats, args.batch, args.top_layers)))
         return 0
     if args.allocator:
-        return allocator(args.method, args.repeats, args.rounds)
+        return allocator(args)
     torch.manual_seed(0)
     auto = bf16_is_fast()
     rows = []
