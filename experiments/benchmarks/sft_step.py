@@ -15,10 +15,11 @@ trains), so one run shows whether bf16 pays on this host.
     python experiments/benchmarks/sft_step.py --allocator [--method knowcoder_a1] [--rounds 2]
 
 compares instead the presets' step (top 12 layers, shared prefix, loss tokens, bf16
-autocast where it pays) under glibc's default allocator settings and with ``mmap`` off and
+autocast where it pays) under glibc's default allocator settings, with ``mmap`` off and
 trimming off (``MALLOC_MMAP_MAX_=0``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``), so
 that freed activations stay in the heap instead of going back to the kernel and being
-faulted in again, zeroed, at the next step. Each setting runs in its own process (glibc
+faulted in again, zeroed, at the next step, and with transparent huge pages
+(``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``). Each setting runs in its own process (glibc
 reads them at start), alternated ``rounds`` times; it prints seconds a step, user and
 system CPU seconds a step, minor page faults a step and peak RSS, and the ratios.
 """
@@ -80,8 +81,13 @@ def episodes(method: str, policy: CausalLMPolicy, n: int) -> list:
             for s in train[3 : 100 * n : 100]]
 
 
-#: glibc settings that keep freed memory in the heap: no mmap'd chunks, no trimming
-KEEP_FREED = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36), "MALLOC_TOP_PAD_": str(1 << 30)}
+#: glibc settings, by name: the defaults; freed memory kept in the heap (no mmap'd chunks, no
+#: trimming); mmap'd chunks and the heap on transparent huge pages (``madvise``), which cut
+#: the page faults and still hand freed memory back
+ALLOCATORS = {"glibc default": {},
+              "mmap and trim off": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36),
+                                    "MALLOC_TOP_PAD_": str(1 << 30)},
+              "huge pages": {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}}
 
 
 def preset_step(method: str, repeats: int, n: int, top: int) -> dict[str, float]:
@@ -108,14 +114,14 @@ def bf16_speedup_pays() -> bool:
 
 
 def allocator(args: argparse.Namespace) -> int:
-    """glibc's defaults against freed memory kept in the heap, each in its own process, alternated."""
-    runs: dict[str, list[dict]] = {"glibc default": [], "mmap and trim off": []}
+    """glibc's settings (:data:`ALLOCATORS`), each in its own process, alternated."""
+    runs: dict[str, list[dict]] = {name: [] for name in ALLOCATORS}
     child = ["--child", "--method", args.method, "--repeats", str(args.repeats), "--batch", str(args.batch),
              "--top-layers", str(args.top_layers)]
-    default = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    default = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     for _ in range(args.rounds):
-        runs["glibc default"].append(json_child(__file__, *child, env=default))
-        runs["mmap and trim off"].append(json_child(__file__, *child, env=default | KEEP_FREED))
+        for name, env in ALLOCATORS.items():
+            runs[name].append(json_child(__file__, *child, env=default | env))
     first = runs["glibc default"][0]
     print(f"SmolLM2-135M + LoRA r16 top {args.top_layers}, shared prefix, loss tokens; {args.method} batch "
           f"{tuple(first['shape'])}, bf16 autocast {first['autocast']}; {args.rounds} rounds x {args.repeats} "
@@ -127,10 +133,11 @@ def allocator(args: argparse.Namespace) -> int:
     for name, m in mean.items():
         print(f"| {name} | {m['s_step']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['user'] + m['sys']:.2f} | "
               f"{m['minflt']:,.0f} | {m['rss_gb']:.2f} |")
-    a, b = mean["glibc default"], mean["mmap and trim off"]
-    print(f"\nkept in the heap / default: step time {b['s_step'] / a['s_step']:.3f}x, "
-          f"CPU {(b['user'] + b['sys']) / (a['user'] + a['sys']):.3f}x, system {b['sys'] / a['sys']:.3f}x, "
-          f"page faults {b['minflt'] / a['minflt']:.3f}x, peak RSS {b['rss_gb'] / a['rss_gb']:.3f}x")
+    a = mean["glibc default"]
+    for name, b in list(mean.items())[1:]:
+        print(f"\n{name} / default: step time {b['s_step'] / a['s_step']:.3f}x, "
+              f"CPU {(b['user'] + b['sys']) / (a['user'] + a['sys']):.3f}x, system {b['sys'] / a['sys']:.3f}x, "
+              f"page faults {b['minflt'] / a['minflt']:.3f}x, peak RSS {b['rss_gb'] / a['rss_gb']:.3f}x")
     return 0
 
 
@@ -140,8 +147,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--top-layers", type=int, default=12)
-    ap.add_argument("--allocator", action="store_true", help="glibc's defaults against freed memory kept in the heap")
-    ap.add_argument("--rounds", type=int, default=2, help="with --allocator: alternations of the two settings")
+    ap.add_argument("--allocator", action="store_true", help="glibc's defaults against freed memory kept in the heap and against huge pages")
+    ap.add_argument("--rounds", type=int, default=2, help="with --allocator: alternations of the settings")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
