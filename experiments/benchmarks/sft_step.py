@@ -42,6 +42,7 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast
 from kgreason.models.policy import first_loss_position
+from kgreason.models.precision import resolve_bf16
 from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
 from kgreason.training.cost import peak_rss_gb
 from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
@@ -96,7 +97,7 @@ def preset_step(method: str, repeats: int, n: int, top: int) -> dict[str, float]
     policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=False)
     policy.share_prefix = 32
     batch = collate(episodes(method, policy, n), policy.tokenizer.pad_token_id, 2304)
-    autocast = bf16_speedup_pays()
+    autocast = bool(resolve_bf16("auto", torch.device("cpu"), measure=True))  # as sft.bf16=auto decides
     step_time(policy, batch, True, True, 1, autocast=autocast)  # first touches: the optimizer's state, the heap
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t = step_time(policy, batch, True, True, repeats, autocast=autocast)
@@ -105,12 +106,6 @@ def preset_step(method: str, repeats: int, n: int, top: int) -> dict[str, float]
     return {"s_step": t, "user": (r1.ru_utime - r0.ru_utime) / k, "sys": (r1.ru_stime - r0.ru_stime) / k,
             "minflt": (r1.ru_minflt - r0.ru_minflt) / k, "rss_gb": peak_rss_gb(),
             "shape": list(batch["input_ids"].shape), "autocast": autocast}
-
-
-def bf16_speedup_pays() -> bool:
-    from kgreason.models.precision import resolve_bf16
-
-    return bool(resolve_bf16("auto", torch.device("cpu"), measure=True))
 
 
 def allocator(args: argparse.Namespace) -> int:
