@@ -71,9 +71,11 @@ def last_episodes(path: str | Path, stage: str) -> dict[str, dict[str, Any]]:
     question again).
 
     Raises:
-        ConfigError: no record of that stage (the file holds another evaluation's), or a
-            line before the last is not JSON.
+        ConfigError: no such file, no record of that stage (the file holds another
+            evaluation's), or a line before the last is not JSON.
     """
+    if not Path(path).is_file():  # rows copied out of their run folder leave their episodes behind
+        raise ConfigError(f"{path}: no such file; give the evaluation's trajectories.jsonl with --trajectories")
     out: dict[str, dict[str, Any]] = {}
     stages: set[str] = set()
     bad: tuple[int, str] | None = None  # an unreadable line, an error unless it is the last

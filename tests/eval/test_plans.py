@@ -84,6 +84,13 @@ def test_trajectories_of_another_evaluation_are_an_error_naming_their_stages(tea
               "--trajectories", str(out / "trajectories.jsonl")])
 
 
+def test_rows_without_their_trajectories_are_an_error_naming_the_option(teacher_run, tmp_path):
+    out, _, _ = teacher_run
+    (tmp_path / "eval_checkpoint.jsonl").write_bytes((out / "eval_checkpoint.jsonl").read_bytes())
+    with pytest.raises(ConfigError, match=r"trajectories.jsonl: no such file; .*--trajectories"):
+        main([str(tmp_path / "eval_checkpoint.jsonl"), "--dataset", "metaqa", "--path", str(MINI), "--hops", "1,2"])
+
+
 def test_a_cut_off_last_line_is_left_out_and_one_in_the_middle_is_an_error(teacher_run, tmp_path):
     out, samples, _ = teacher_run
     whole = (out / "trajectories.jsonl").read_text()
