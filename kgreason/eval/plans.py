@@ -71,11 +71,9 @@ def last_episodes(path: str | Path, stage: str) -> dict[str, dict[str, Any]]:
     question again).
 
     Raises:
-        ConfigError: no such file, no record of that stage (the file holds another
-            evaluation's), or a line before the last is not JSON.
+        ConfigError: no record of that stage (the file holds another evaluation's), or a
+            line before the last is not JSON.
     """
-    if not Path(path).is_file():  # rows copied out of their run folder leave their episodes behind
-        raise ConfigError(f"{path}: no such file; give the evaluation's trajectories.jsonl with --trajectories")
     out: dict[str, dict[str, Any]] = {}
     stages: set[str] = set()
     bad: tuple[int, str] | None = None  # an unreadable line, an error unless it is the last
@@ -174,7 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     rows_path = Path(a.rows)
     tag = rows_path.stem.removeprefix("eval_")
-    episodes = last_episodes(a.trajectories or rows_path.with_name("trajectories.jsonl"), f"eval/{tag}")
+    trajectories = Path(a.trajectories or rows_path.with_name("trajectories.jsonl"))
+    if not trajectories.is_file():  # rows copied out of their run folder leave their episodes behind
+        raise ConfigError(f"{trajectories}: no such file; give the evaluation's trajectories.jsonl with --trajectories")
+    episodes = last_episodes(trajectories, f"eval/{tag}")
     kw = {"hops": [int(h) for h in a.hops.split(",")]} if a.hops else {}
     samples = load_dataset(a.dataset, a.path, split=a.split, **kw)
     print(markdown(plan_table(read_rows(rows_path), episodes, samples, by=a.by)))
