@@ -14,8 +14,8 @@ from tqdm import tqdm
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.data.demo.kg import build_demo_kg
 from kgreason.envs import make_env
-from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1, hit_at_1
+from kgreason.methods.kg_r1.oracle import PathOracle, expressible
 
 
 def main() -> int:

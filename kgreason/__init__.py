@@ -10,8 +10,7 @@ True
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kgreason.registry import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -41,12 +40,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'kgreason' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

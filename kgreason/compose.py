@@ -1,15 +1,15 @@
-"""From a composed config to built parts (``experiments/conf/`` → Python objects).
+"""From a composed config to built parts (``kgreason/conf/`` → Python objects).
 
 Every config group node with a ``_target_`` is built with :func:`hydra.utils.instantiate`;
 this module only says in which order and with which run-time arguments (the KB for the
 env factory, the policy for the engine, the engine and reward for the experience
 source). It names no method, action space, reward, rollout or cold-start kind: a new
-method is new modules plus one ``experiments/conf/method/<name>.yaml``.
+method is new modules plus one ``kgreason/conf/method/<name>.yaml``.
 
 >>> from kgreason.compose import compose_config
 >>> cfg = compose_config(["method=kg_r1", "preset=smoke"])
 >>> cfg.env.space._target_, cfg.rollout.n_rollouts
-('kgreason.envs.KGR1ActionSpace', 2)
+('kgreason.methods.kg_r1.KGR1ActionSpace', 2)
 """
 
 from __future__ import annotations

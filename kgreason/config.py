@@ -17,8 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from kgreason.errors import ConfigError, DatasetError
 
-#: where the runner's config groups live
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "conf"
+#: where the runner's config groups live (package data: an installed wheel has them too)
+CONFIG_DIR = Path(__file__).resolve().parent / "conf"
 #: what ``stage=`` may say
 STAGES = ("all", "eval", "sft", "rl")
 
@@ -51,7 +51,8 @@ def data_dir(sub: str = "") -> str:
     """
     import os
 
-    root = os.environ.get("KGREASON_DATA") or str(CONFIG_DIR.parents[1] / ".." / "shared" / "data")
+    # a checkout's kgreason/ sits in the repository, which has ../shared/data beside it
+    root = os.environ.get("KGREASON_DATA") or str(CONFIG_DIR.parents[2] / "shared" / "data")
     return str((Path(root) / sub).resolve())
 
 
@@ -109,79 +110,9 @@ def validate_config(cfg: DictConfig) -> None:
                 resolve_bf16(cfg[group].bf16)
             except ValueError as e:
                 raise ConfigError(f"{group}.{e}") from None
+    from kgreason.compat import check_compatible  # every part's declarations against the others'
+
     check_compatible(cfg)
-
-
-#: rollout ``_target_`` → the kind a reward may ask for (``register(..., rollout=)``)
-ROLLOUT_KINDS = {"kgreason.training.LinearExperience.build": "linear",
-                 "kgreason.training.TreeExperience.build": "tree"}
-#: action-space ``_target_`` → its registered name (a test keeps this equal to ACTION_SPACES)
-ACTION_SPACE_TARGETS = {"kgreason.envs.ISPActionSpace": "isp_dtpo", "kgreason.envs.KBQAR1ActionSpace": "kbqa_r1",
-                        "kgreason.envs.KGR1ActionSpace": "kg_r1", "kgreason.envs.KGReasonerActionSpace": "kg_reasoner",
-                        "kgreason.envs.KnowCoderActionSpace": "knowcoder_a1"}
-
-
-def _component_names(reward: object) -> list[str]:
-    comps = reward.get("components") if isinstance(reward, DictConfig) else None
-    return [str(c.get("name")) for c in comps or () if isinstance(c, DictConfig) and c.get("name")]
-
-
-def _fitting_rewards(kind: str | None, space: str | None) -> list[str]:
-    """The ``reward`` options whose every component fits this rollout kind and action space."""
-    from kgreason.rewards import REWARDS
-
-    fit = []
-    for f in sorted((CONFIG_DIR / "reward").glob("*.yaml")):
-        names = _component_names(OmegaConf.load(f))
-        if names and all(_misfit(REWARDS.meta(n) if n in REWARDS else {}, kind, space) is None for n in names):
-            fit.append(f.stem)
-    return fit
-
-
-def _misfit(meta: dict, kind: str | None, space: str | None) -> str | None:
-    if meta.get("rollout") and kind and meta["rollout"] != kind:
-        return f"scores {meta['rollout']} nodes: it needs rollout={meta['rollout']}, but the rollout is {kind}"
-    if meta.get("action_space") and space and meta["action_space"] != space:
-        return (f"scores the output of action space {meta['action_space']!r}, but env uses {space!r} "
-                "(it would score 0 on every step)")
-    return None
-
-
-def check_compatible(cfg: DictConfig) -> None:
-    """Refuse a reward whose components do not fit the rollout or the action space.
-
-    Each registered reward declares what it needs (``kgreason.rewards.register(name,
-    rollout=..., action_space=...)``); parts from outside kgreason (unknown targets or
-    names) are not judged.
-
-    Raises:
-        ConfigError: naming the component, both parts and the ``reward`` options that fit.
-
-    >>> check_compatible(compose_config(["method=kg_r1", "reward=isp_dtpo"]))
-    Traceback (most recent call last):
-    ...
-    kgreason.errors.ConfigError: reward component 'isp_format' (reward.components.0) scores the output of action space 'isp_dtpo', but env uses 'kg_r1' (it would score 0 on every step). Choose env=isp_dtpo, or a reward that fits rollout=linear and env=kg_r1: em, f1, kg_r1
-    """
-    reward = cfg.get("reward")
-    names = _component_names(reward)
-    if not names:
-        return
-    from kgreason.rewards import REWARDS
-
-    rollout, env = cfg.get("rollout"), cfg.get("env")
-    kind = ROLLOUT_KINDS.get(str(rollout.get("_target_"))) if isinstance(rollout, DictConfig) else None
-    space_node = env.get("space") if isinstance(env, DictConfig) else None
-    space = ACTION_SPACE_TARGETS.get(str(space_node.get("_target_"))) if isinstance(space_node, DictConfig) else None
-    for i, name in enumerate(names):
-        meta = REWARDS.meta(name) if name in REWARDS else {}
-        why = _misfit(meta, kind, space)
-        if why is None:
-            continue
-        fix = (f"rollout={meta['rollout']}" if meta.get("rollout") and meta["rollout"] != kind
-               else f"env={meta['action_space']}")
-        fit = _fitting_rewards(kind, space)
-        raise ConfigError(f"reward component {name!r} (reward.components.{i}) {why}. Choose {fix}, or a reward "
-                          f"that fits rollout={kind} and env={space}: {', '.join(fit) or 'none shipped'}")
 
 
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")

@@ -9,10 +9,17 @@ Use it on a new action space before training with it::
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
-from kgreason.envs.base import KGEnv, StepResult
+from kgreason.envs.base import KGEnv, ParseError, StepResult
 from kgreason.errors import EnvError
-from kgreason.types import Entity, KBQASample
+from kgreason.registry import Registry
+from kgreason.types import Entity, KBQASample, Trajectory
+
+#: action-space name → its scripted gold policy ``(env, sample, rng) -> Trajectory | None``:
+#: a method's own player of gold episodes (``None``: the question has no gold it can play),
+#: what the mixing matrix and ``check_env`` users play a composition with
+GOLD_POLICIES: Registry[Callable[..., Trajectory | None]] = Registry("gold policy")
 
 HOSTILE = [
     "",
@@ -70,6 +77,12 @@ def check_env(env: KGEnv, sample: KBQASample | None = None, answer: str = "unkno
     expect(sample.question.strip() in "".join(m["content"] for m in msgs), "the question is not in the prompt")
 
     # Malformed and hostile input: typed errors as observations, never crashes.
+    # A space may end the episode on a message that is no action (``ends_episode``, e.g.
+    # KnowCoder-A1's official loop): such an end must carry the error code, and a fresh
+    # episode takes the next message.
+    def designed_end(r: StepResult) -> bool:
+        return bool(r.done and r.error and env.action_space.ends_episode(ParseError(r.error, "")))
+
     budget_slack = 64
     n_steps = 0
     for text in HOSTILE[: max(1, env.max_turns - 1)]:
@@ -80,14 +93,17 @@ def check_env(env: KGEnv, sample: KBQASample | None = None, answer: str = "unkno
             break
         n_steps += 1
         expect(isinstance(r, StepResult), "step() must return a StepResult")
-        if r.done:
+        expect(bool(r.error), f"malformed message {text[:40]!r} gave no error code")
+        if r.done and not designed_end(r):
             fails.append(f"malformed message {text[:40]!r} ended the episode")
             break
-        expect(bool(r.error), f"malformed message {text[:40]!r} gave no error code")
         expect(env.count_tokens(r.observation) <= env.max_obs_tokens + budget_slack,
                f"observation over budget ({env.count_tokens(r.observation)} tokens)")
-    expect(env.trajectory is not None and len(env.trajectory.turns) == n_steps,
-           "the trajectory must record one Turn per step")
+        expect(env.trajectory is not None and len(env.trajectory.turns) == n_steps,
+               "the trajectory must record one Turn per step")
+        if r.done:
+            env.reset(sample)
+            n_steps = 0
 
     env.reset(sample)
     r = env.step(f"<think>done</think><answer>{answer}</answer>")
@@ -107,7 +123,8 @@ def check_env(env: KGEnv, sample: KBQASample | None = None, answer: str = "unkno
         last = env.step("<think>still thinking</think>")
         if last.done:
             break
-    expect(last is not None and last.done and env.state is not None and env.state.turn == env.max_turns,
+    expect(last is not None and last.done and env.state is not None
+           and (env.state.turn == env.max_turns or designed_end(last)),
            "the episode must end at max_turns (forced final answer)")
 
     if fails:

@@ -43,7 +43,7 @@ def test_env_page_examples_run():
 
 
 def test_the_architecture_table_lists_every_config_option():
-    conf = README.parent / "experiments" / "conf"
+    conf = README.parent / "kgreason" / "conf"
     rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]*) \|", (DOCS / "architecture.md").read_text(), re.M))
     for group in ("kb", "ranker", "env", "model", "engine", "reward", "objective", "rollout", "cold_start",
                   "curriculum", "ranker_training", "data", "trainer", "method", "preset"):

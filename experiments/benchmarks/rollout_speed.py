@@ -74,7 +74,7 @@ def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], token
 
 
 def preset_lora(preset: str) -> LoraSettings:
-    """The LoRA settings ``experiments/conf/preset/<preset>.yaml`` trains with."""
+    """The LoRA settings ``kgreason/conf/preset/<preset>.yaml`` trains with."""
     from omegaconf import OmegaConf
 
     path = Path(__file__).resolve().parents[1] / "conf" / "preset" / f"{preset}.yaml"

@@ -15,11 +15,11 @@ import time
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.data.splits import sample_subset
-from kgreason.envs import EnvFactory, KBQAR1ActionSpace
+from kgreason.envs import EnvFactory
+from kgreason.methods.kbqa_r1 import KBQAR1ActionSpace, ReferencedRejectionSampledColdStart
+from kgreason.methods.kbqa_r1.teacher import ScriptedKBQAR1Teacher
 from kgreason.models import CausalLMPolicy
 from kgreason.rankers import DenseRanker
-from kgreason.training import ReferencedRejectionSampledColdStart
-from kgreason.training.kbqa_r1_teacher import ScriptedKBQAR1Teacher
 
 
 def run(teacher, questions, make, policy) -> tuple[dict, dict, float]:

@@ -40,12 +40,13 @@ from common import json_child
 
 from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
+from kgreason.methods.kg_r1 import oracle_sft_trajectories
+from kgreason.methods.knowcoder_a1.teacher import ScriptedKnowCoderTeacher
 from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast
 from kgreason.models.policy import first_loss_position
 from kgreason.models.precision import resolve_bf16
-from kgreason.training import collate, episode_tokens, oracle_sft_trajectories
+from kgreason.training import collate, episode_tokens
 from kgreason.training.cost import peak_rss_gb
-from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 
 PRECISION = {True: "bf16", False: "float32", "autocast": "bf16 autocast, float32 weights"}
 

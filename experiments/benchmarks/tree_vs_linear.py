@@ -24,10 +24,11 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.eval import f1
 from kgreason.kb import CachedKB
+from kgreason.methods.isp_dtpo import isp_sft_trajectories
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rankers import DenseRanker
 from kgreason.rollout import HFEngine, MultiTurnRollout, TreeRollout
-from kgreason.training import collate, isp_sft_trajectories
+from kgreason.training import collate
 from kgreason.training.sft import masked_nll
 
 

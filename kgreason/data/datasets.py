@@ -22,13 +22,20 @@ Loader = Callable[..., list[KBQASample]]
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
-def register_dataset(name: str) -> Callable[[Loader], Loader]:
+def register_dataset(name: str, *, schema: str | None = None,
+                     gold: tuple[str, ...] | None = None) -> Callable[[Loader], Loader]:
     """Decorator: register a loader ``(path, split=..., **kw) -> list[KBQASample]`` as ``name``.
+
+    Args:
+        schema: the KB id namespace its questions use (``freebase``, ``metaqa``,
+            ``wikidata``); a KB of another schema cannot answer them.
+        gold: the gold fields its questions carry (``sexpr``, ``sparql``,
+            ``relation_path``), what a cold start may need.
 
     Raises:
         RegistryError: ``name`` already names another loader.
     """
-    return DATASETS.register(name)  # type: ignore[return-value]
+    return DATASETS.register(name, schema=schema, gold=gold)  # type: ignore[return-value]
 
 
 def load_dataset(name: str, path: str | Path | None = None, split: str = "dev",
@@ -172,7 +179,7 @@ def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KB
 
 
 # ---------------------------------------------------------------------- demo
-@register_dataset("demo")
+@register_dataset("demo", schema="freebase", gold=("sexpr", "sparql", "relation_path"))
 def load_demo(path: str | Path | None = None, split: str = "dev", **_: Any) -> list[KBQASample]:
     """The demo questions shipped with kgreason (``split``: train/dev/test/all)."""
     from kgreason.data.demo.build import QUESTIONS_FILE
@@ -213,7 +220,7 @@ def metaqa_path(qtype: str) -> list[str] | None:
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 
 
-@register_dataset("metaqa")
+@register_dataset("metaqa", schema="metaqa", gold=("relation_path",))
 def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] = (1, 2, 3),
                 variant: str = "vanilla", **_: Any) -> list[KBQASample]:
     """MetaQA ``{k}-hop/{variant}/qa_{split}.txt`` with ``qa_{split}_qtype.txt`` types.
@@ -269,7 +276,7 @@ def _entity_answers(items: Iterable[dict], id_key: str, name_key: str) -> list[E
     return out
 
 
-@register_dataset("webqsp")
+@register_dataset("webqsp", schema="freebase", gold=("sparql", "relation_path"))
 def load_webqsp(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
     """WebQSP official JSON (``{"Questions": [...]}``); every parse's answers are gold variants."""
     data = _read_json(path)
@@ -298,7 +305,7 @@ def load_webqsp(path: str | Path, split: str = "test", **_: Any) -> list[KBQASam
     return out
 
 
-@register_dataset("cwq")
+@register_dataset("cwq", schema="freebase", gold=("sparql",))
 def load_cwq(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
     """ComplexWebQuestions: official (answers as MIDs or ``answers`` objects) or ToG JSON."""
     out = []
@@ -325,7 +332,7 @@ def load_cwq(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample
     return out
 
 
-@register_dataset("grailqa")
+@register_dataset("grailqa", schema="freebase", gold=("sexpr", "sparql"))
 def load_grailqa(path: str | Path, split: str = "dev", **_: Any) -> list[KBQASample]:
     """GrailQA official or ToG JSON; keeps ``s_expression``, ``graph_query`` and ``level``."""
     out = []
@@ -353,7 +360,7 @@ def load_grailqa(path: str | Path, split: str = "dev", **_: Any) -> list[KBQASam
 _TARGET = re.compile(r'\(description (?:"((?:[^"\\]|\\.)*)"|([^)]*))\)')
 
 
-@register_dataset("webquestions")
+@register_dataset("webquestions", schema="freebase", gold=())
 def load_webquestions(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
     """WebQuestions: official (``utterance``/``targetValue``) or ToG (``question``/``answers``)."""
     out = []
@@ -374,7 +381,7 @@ def load_webquestions(path: str | Path, split: str = "test", **_: Any) -> list[K
     return out
 
 
-@register_dataset("simplequestions")
+@register_dataset("simplequestions", schema="freebase", gold=("relation_path",))
 def load_simplequestions(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
     """SimpleQuestions: official TSV (``subject relation object question``) or ToG JSON."""
     p = Path(path)
@@ -406,7 +413,7 @@ def load_simplequestions(path: str | Path, split: str = "test", **_: Any) -> lis
     return out
 
 
-@register_dataset("qald10")
+@register_dataset("qald10", schema="wikidata", gold=("sparql",))
 def load_qald10(path: str | Path, split: str = "test", lang: str = "en", **_: Any) -> list[KBQASample]:
     """QALD-10: official multilingual JSON (``{"questions": [...]}``) or ToG JSON."""
     data = _read_json(path)
@@ -435,7 +442,7 @@ def load_qald10(path: str | Path, split: str = "test", lang: str = "en", **_: An
     return out
 
 
-@register_dataset("rog")
+@register_dataset("rog", schema="freebase", gold=())
 def load_rog(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
     """RoG-style JSON(L) with per-question subgraphs; ``subgraph`` is the record id.
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kgreason.declarations import declare
 from kgreason.envs.text import TokenCounter, approx_tokens, boxed, last_tag, split_answer
 from kgreason.envs.tools import ToolSpec
 from kgreason.errors import EnvError, KBError, KBQueryError
@@ -124,6 +125,7 @@ class EpisodeState:
                 ids.append(id_)
 
 
+@declare(ranks=None, contexts=())
 class ActionSpace(abc.ABC):
     """Tags, tools and their execution for one method.
 
@@ -136,8 +138,6 @@ class ActionSpace(abc.ABC):
     answer_tag = "answer"
     #: the declared tools (names, arguments, descriptions) the prompt and parser share
     tools: ToolSpec = ToolSpec(())
-    #: the constructor takes ``ranker=`` (the env factory passes the ``ranker`` group's)
-    uses_ranker: bool = False
 
     @abc.abstractmethod
     def instructions(self) -> str:

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from kgreason.declarations import declared
 from kgreason.envs.base import ActionSpace, KGEnv
 from kgreason.errors import ConfigError, RegistryError
 from kgreason.kb.base import KnowledgeBase
@@ -29,7 +30,7 @@ def register_action_space(name: str) -> Callable[[Callable[..., ActionSpace]], C
 class EnvFactory:
     """Makes a fresh :class:`KGEnv` per call (one per rollout), all over one KB.
 
-    Hydra builds it from ``experiments/conf/env/*.yaml``: ``space`` is a partial action
+    Hydra builds it from ``kgreason/conf/env/*.yaml``: ``space`` is a partial action
     space (``_partial_: true``), so the ranker inside it is built once.
 
     Args:
@@ -41,11 +42,11 @@ class EnvFactory:
             A tree rollout forks one environment into all branches of a question, so
             they share that cache (ISP/DTPO's per-tree query cache), and rewards read it.
         ranker: built once (the ``ranker`` config group) and given to every action space
-            whose class sets ``uses_ranker``.
+            whose class declares what it ``ranks`` (:mod:`kgreason.declarations`).
         **env_kw: other :class:`KGEnv` arguments.
 
     >>> from kgreason.data import load_demo_kb
-    >>> from kgreason.envs import KGR1ActionSpace
+    >>> from kgreason.methods.kg_r1 import KGR1ActionSpace
     >>> make = EnvFactory(KGR1ActionSpace, load_demo_kb(), max_turns=3)
     >>> env = make()
     >>> env.max_turns, type(env.action_space).__name__, make() is env
@@ -57,7 +58,7 @@ class EnvFactory:
         if not callable(space):
             raise TypeError(f"space must build an ActionSpace when called, got {space!r}")
         cls = getattr(space, "func", space)
-        if ranker is not None and not getattr(cls, "uses_ranker", False):
+        if ranker is not None and not declared(cls).get("ranks"):
             raise ConfigError(f"{getattr(cls, '__name__', cls)} ranks nothing, but a ranker "
                               f"({type(ranker).__name__}) was given; drop it with ranker=null")
         if ranker is not None:

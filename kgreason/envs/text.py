@@ -201,3 +201,42 @@ def truncate_text(text: str, budget: int, count: TokenCounter = approx_tokens) -
         else:
             hi = mid - 1
     return " ".join(words[:lo]) + f" … ({len(words) - lo} more words)"
+
+
+_QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_ALL_QUOTED = re.compile(r"^\s*(?:\"[^\"]*\"|'[^']*')\s*(?:,\s*(?:\"[^\"]*\"|'[^']*')\s*)*$")
+
+
+def split_args(s: str) -> list[str]:
+    """Split call arguments on commas outside quotes; strip quotes and spaces.
+
+    >>> split_args('"Washington, D.C.", \\'location.location.containedby\\'')
+    ['Washington, D.C.', 'location.location.containedby']
+    >>> split_args("")
+    []
+    >>> split_args('"x", \'\'')
+    ['x', '']
+    >>> split_args("Schindler's List, directed_by")  # a quote inside an unquoted argument is text
+    ["Schindler's List", 'directed_by']
+    """
+    if _ALL_QUOTED.match(s):  # the usual form: every argument quoted
+        # a non-participating group is "", so ``a or b`` is the quoted text either way
+        return [a or b for a, b in _QUOTED.findall(s)]
+    args, cur, quote = [], [], ""
+    for ch in s:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                cur.append(ch)
+        elif ch in "\"'" and not "".join(cur).strip():  # quotes open an argument, nowhere else
+            quote = ch
+        elif ch == ",":
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or args:
+        args.append(tail)
+    return args

@@ -1,7 +1,7 @@
 """One table over every job of a Hydra multirun (``-m reward=f1,em``): ``<sweep>/results.md``.
 
 Written by the runner at the end of a sweep (:class:`SweepSummary`, a Hydra callback in
-``experiments/conf/config.yaml``), or for any sweep folder with
+``kgreason/conf/config.yaml``), or for any sweep folder with
 ``python -m kgreason.eval.sweep multirun/<date>``.
 """
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
+from kgreason.declarations import declare
 from kgreason.errors import DatasetError
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.oxigraph import OxigraphKB, TripleLike
@@ -52,6 +53,7 @@ def read_metaqa_triples(path: str | Path, with_names: bool = True) -> Iterator[T
                         yield e, METAQA.name_relations[0], Term.literal(e)
 
 
+@declare(schema="metaqa")
 def load_metaqa_kb(path: str | Path, backend: Backend = "oxigraph", **kw) -> KnowledgeBase:
     """The MetaQA movie KG (``kb.txt``) as a KB whose entity ids are the entity names."""
     return _build(read_metaqa_triples(path), METAQA, backend, **kw)

@@ -1,11 +1,25 @@
-"""Rankers (design §5, docs/design.md): score candidates (relations, types, patterns, entities) against a query."""
+"""Rankers (design §5, docs/design.md): score candidates (relations, types, patterns, entities) against a query.
 
-from kgreason.rankers.base import Ranker, TrainableRanker, verbalize_relation
-from kgreason.rankers.dense import DenseIndex, DenseRanker, load_minilm
-from kgreason.rankers.gat import GATEntityRanker
-from kgreason.rankers.gate import ConfidenceGate, GateDecision
-from kgreason.rankers.graph import Neighbourhood
-from kgreason.rankers.random import RandomRanker
+Names load from their modules on first use, so importing one part does not import
+the others (a config check imports the classes it judges).
+"""
 
-__all__ = ["ConfidenceGate", "DenseIndex", "DenseRanker", "GATEntityRanker", "GateDecision", "Neighbourhood", "RandomRanker", "Ranker",
-           "TrainableRanker", "load_minilm", "verbalize_relation"]
+from kgreason.registry import lazy_exports
+
+#: public name → the module that defines it
+_EXPORTS = {
+    "ConfidenceGate": "kgreason.rankers.gate",
+    "DenseIndex": "kgreason.rankers.dense",
+    "DenseRanker": "kgreason.rankers.dense",
+    "GATEntityRanker": "kgreason.rankers.gat",
+    "GateDecision": "kgreason.rankers.gate",
+    "Neighbourhood": "kgreason.rankers.graph",
+    "RandomRanker": "kgreason.rankers.random",
+    "Ranker": "kgreason.rankers.base",
+    "TrainableRanker": "kgreason.rankers.base",
+    "load_minilm": "kgreason.rankers.dense",
+    "verbalize_relation": "kgreason.rankers.base",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

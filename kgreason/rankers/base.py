@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from kgreason.declarations import declare
+
 _SPLIT = re.compile(r"[._/#:]+|(?<=[a-z])(?=[A-Z])")
 
 
@@ -35,6 +37,7 @@ def verbalize_relation(relation: str) -> str:
     return " ".join(p for p in parts if p)
 
 
+@declare(contexts=("flat",), trainable=False)
 class Ranker(abc.ABC):
     """Scores candidates against a query; higher is more relevant."""
 
@@ -57,6 +60,7 @@ class Ranker(abc.ABC):
         return [(candidates[i], float(scores[i])) for i in order]
 
 
+@declare(contexts=("graph",), trainable=True)
 class TrainableRanker(Ranker, torch.nn.Module):
     """A ranker with parameters (an ``nn.Module``), trained by a ranker-training stage.
 
@@ -70,9 +74,14 @@ class TrainableRanker(Ranker, torch.nn.Module):
     def forward(self, query: str, context: Any) -> Tensor:
         """Scores of ``context``'s candidates. Shapes: ``[C]`` for C candidates."""
 
+    def flat_context(self, candidates: Sequence[str]) -> Any:
+        """The graph context of a plain candidate list, for action spaces that rank without
+        a graph (relations, patterns); a ranker that has one declares ``adapts=("flat",)``."""
+        raise TypeError(f"{type(self).__name__} scores candidates in a graph context; pass context=")
+
     def score(self, query: str, candidates: Sequence[str], context: Any = None) -> Tensor:
         if context is None:
-            raise TypeError(f"{type(self).__name__} scores candidates in a graph context; pass context=")
+            context = self.flat_context(candidates)
         was = self.training
         self.eval()
         try:

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GATConv
 
+from kgreason.declarations import declare
 from kgreason.rankers.base import TrainableRanker, verbalize_relation
 from kgreason.rankers.dense import DenseRanker, Encoder
 from kgreason.rankers.graph import Neighbourhood
@@ -45,6 +46,7 @@ class _Messages(Data):
         return super().__inc__(key, value, *args, **kwargs)
 
 
+@declare(adapts=("flat",))
 class GATEntityRanker(TrainableRanker):
     """Scores a neighbourhood's candidates against a question with graph attention.
 
@@ -140,6 +142,11 @@ class GATEntityRanker(TrainableRanker):
     def logits(self, query: str, context: Neighbourhood) -> Tensor:
         """Shapes: ``[C, 2]``."""
         return self.logits_batch(self.featurize(query, context))
+
+    def flat_context(self, candidates: Sequence[str]) -> Neighbourhood:
+        """A plain candidate list (relations, patterns) as an edgeless graph: each candidate
+        is judged by its own text against the question (:meth:`Neighbourhood.flat`)."""
+        return Neighbourhood.flat(candidates)
 
     def forward(self, query: str, context: Any) -> Tensor:
         """Eq. 3: the softmax probability of "relevant" per candidate. Shapes: ``[C]``."""

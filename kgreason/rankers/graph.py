@@ -11,6 +11,7 @@ it from any backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -68,6 +69,20 @@ class Neighbourhood:
             if other in rels and r not in rels[other]:
                 rels[other].append(r)
         return [" ".join([*(verbalize_relation(r) for r in rels[i]), self.labels[i]]) for i in self.candidates]
+
+    @classmethod
+    def flat(cls, candidates: Sequence[str]) -> Neighbourhood:
+        """A candidate list as a graph with no edges: an empty centre and one node per
+        candidate, labelled with its text. A graph ranker then judges each candidate by its
+        own text against the question (no messages reach it), which lets it rank relations
+        or patterns for action spaces that have no neighbourhood to give.
+
+        >>> g = Neighbourhood.flat(["film.film.directed_by", "people.person.spouse"])
+        >>> g.candidates, g.labels, g.edge_index.shape
+        ([1, 2], ['', 'film.film.directed_by', 'people.person.spouse'], torch.Size([2, 0]))
+        """
+        texts = list(candidates)
+        return cls(["", *texts], ["", *texts], torch.zeros(2, 0, dtype=torch.long), [], list(range(1, len(texts) + 1)))
 
     @classmethod
     def from_kb(cls, kb: KnowledgeBase, entity: str, max_neighbours: int = 200, context: int = 0) -> Neighbourhood:

@@ -31,12 +31,14 @@ def register(name: str, *, rollout: str | None = None,
     """Register a reward function under ``name``, with what it needs of the composition.
 
     Args:
-        rollout: the rollout kind it needs (``"tree"``: it scores tree nodes).
+        rollout: the rollout kind it needs: ``"tree"`` (it scores tree nodes) or
+            ``"linear"`` (it reads the turns of a whole episode, which a tree's one-step
+            samples do not have: on a tree it would score 0).
         action_space: the action space whose output format it scores; on another one it
             would score 0 on every step.
 
-    The runner checks both against the config before anything loads
-    (:func:`kgreason.config.validate_config`).
+    The runner checks these against the config before anything loads
+    (:mod:`kgreason.compat`).
     """
     return REWARDS.register(name, rollout=rollout, action_space=action_space)  # type: ignore[return-value]
 

@@ -98,37 +98,7 @@ def grpo(batch: AdvantageBatch, norm_by_std: bool = True, eps: float = 1e-6) -> 
     return [a.repeat(n) for a, n in zip(adv, batch.turns(), strict=True)]
 
 
-@ADVANTAGES.register("kg_r1_turn")
-def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", turn_weight: float = 0.5,
-               eps: float = 1e-6) -> list[Tensor]:
-    """KG-R1's turn-level group credit (Song et al., §3.3 eq. 3).
-
-    ``mode="paper"``: ``G_t = r_t + λ·R_global``, z-scored with one mean and std pooled
-    over all turns of all rollouts of the same question.
-    ``mode="code"`` (official code): ``turn_weight · z(r_t) + z(R_global)`` with turn rewards
-    z-scored over all turns of the group and global rewards over its trajectories; as
-    there (verl's GRPO), the std is ``torch.std``'s (``n − 1``) and a group of one keeps its
-    raw reward.
-    """
-    if batch.turn_rewards is None or batch.global_rewards is None:
-        raise ValueError("kg_r1_turn needs turn_rewards and global_rewards")
-    lengths = [len(t) for t in batch.turn_rewards]
-    turn_index = torch.repeat_interleave(batch.index, torch.tensor(lengths))
-    flat_turn = torch.cat([t.float() for t in batch.turn_rewards])
-    if mode == "paper":
-        g_flat = flat_turn + lam * torch.repeat_interleave(batch.global_rewards.float(), torch.tensor(lengths))
-        flat = group_normalize(g_flat, turn_index, True, eps)
-    elif mode == "code":
-        turn_adv = group_normalize(flat_turn, turn_index, True, eps, unbiased=True, singleton_raw=True)
-        glob_adv = group_normalize(batch.global_rewards.float(), batch.index, True, eps, unbiased=True,
-                                   singleton_raw=True)
-        flat = turn_weight * turn_adv + torch.repeat_interleave(glob_adv, torch.tensor(lengths))
-    else:
-        raise ValueError("mode must be 'paper' or 'code'")
-    return list(torch.split(flat, lengths))
-
-
-@ADVANTAGES.register("tree_step")
+@ADVANTAGES.register("tree_step", rollout="tree")
 def tree_step(batch: AdvantageBatch, clamp: float | None = None, norm_by_std: bool = True,
               eps: float = 1e-6) -> list[Tensor]:
     """DTPO's step-level groups (ISP/DTPO, paper 002 §4.3 and G.1).

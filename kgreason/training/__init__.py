@@ -1,40 +1,47 @@
-"""Lightning modules and training data (design §8, docs/design.md)."""
+"""Lightning modules and training data (design §8, docs/design.md).
 
-from kgreason.training.batching import LengthGroupedBatches, collate
-from kgreason.training.cold_start import (
-    ColdStart,
-    DecomposedColdStart,
-    NoColdStart,
-    OracleColdStart,
-    ReferencedRejectionSampledColdStart,
-    RejectionSampledColdStart,
-    balance,
-    episode_tokens,
-    grounded,
-    oracle_sft_trajectories,
-)
-from kgreason.training.cost import StageCost
-from kgreason.training.curriculum import CurriculumStream, hop_level, sample_hops
-from kgreason.training.decompose import decompose, isp_sft_trajectories
-from kgreason.training.distributed import leave_process_group, rank_and_world
-from kgreason.training.experience import (
-    Experience,
-    ExperienceSource,
-    LinearExperience,
-    TreeExperience,
-    filter_groups,
-    node_rewards,
-    step_sample,
-)
-from kgreason.training.hard_cases import HardCaseStream, annotate_sft_losses, hard_cases
-from kgreason.training.lengths import LengthFit, length_fit
-from kgreason.training.rl import JsonlSink, PromptStream, RLConfig, RLLitModule
-from kgreason.training.schedules import warmup_cosine
-from kgreason.training.sft import SFTLitModule, masked_nll
+Names load from their modules on first use, so importing one part does not import
+the others (a config check imports the classes it judges).
+"""
 
-__all__ = [
-    "ColdStart", "CurriculumStream", "HardCaseStream", "annotate_sft_losses", "hard_cases", "sample_hops", "DecomposedColdStart", "Experience", "ExperienceSource", "JsonlSink",
-    "LengthFit", "LengthGroupedBatches", "length_fit", "LinearExperience", "NoColdStart", "OracleColdStart", "PromptStream", "RLConfig", "ReferencedRejectionSampledColdStart", "RejectionSampledColdStart",
-    "RLLitModule", "SFTLitModule", "StageCost", "TreeExperience", "balance", "collate", "decompose", "episode_tokens", "filter_groups", "grounded", "hop_level",
-    "isp_sft_trajectories", "leave_process_group", "rank_and_world", "masked_nll", "node_rewards", "oracle_sft_trajectories", "step_sample", "warmup_cosine",
-]
+from kgreason.registry import lazy_exports
+
+#: public name → the module that defines it
+_EXPORTS = {
+    "ColdStart": "kgreason.training.cold_start",
+    "CurriculumStream": "kgreason.training.curriculum",
+    "Experience": "kgreason.training.experience",
+    "ExperienceSource": "kgreason.training.experience",
+    "HardCaseStream": "kgreason.training.hard_cases",
+    "JsonlSink": "kgreason.training.rl",
+    "LengthFit": "kgreason.training.lengths",
+    "LengthGroupedBatches": "kgreason.training.batching",
+    "LinearExperience": "kgreason.training.experience",
+    "NoColdStart": "kgreason.training.cold_start",
+    "PromptStream": "kgreason.training.rl",
+    "RLConfig": "kgreason.training.rl",
+    "RLLitModule": "kgreason.training.rl",
+    "RejectionSampledColdStart": "kgreason.training.cold_start",
+    "SFTLitModule": "kgreason.training.sft",
+    "StageCost": "kgreason.training.cost",
+    "TreeExperience": "kgreason.training.experience",
+    "annotate_sft_losses": "kgreason.training.hard_cases",
+    "balance": "kgreason.training.cold_start",
+    "collate": "kgreason.training.batching",
+    "episode_tokens": "kgreason.training.cold_start",
+    "filter_groups": "kgreason.training.experience",
+    "grounded": "kgreason.training.cold_start",
+    "hard_cases": "kgreason.training.hard_cases",
+    "hop_level": "kgreason.training.curriculum",
+    "leave_process_group": "kgreason.training.distributed",
+    "length_fit": "kgreason.training.lengths",
+    "masked_nll": "kgreason.training.sft",
+    "node_rewards": "kgreason.training.experience",
+    "rank_and_world": "kgreason.training.distributed",
+    "sample_hops": "kgreason.training.curriculum",
+    "step_sample": "kgreason.training.experience",
+    "warmup_cosine": "kgreason.training.schedules",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -5,12 +5,13 @@ its options. :class:`ColdStart` takes care of the parts every builder shares: a 
 subset of the training questions (``limit``) and resampling to balanced groups
 (``balance``, a ``sample.meta`` key such as ``qtype``).
 
-* :class:`NoColdStart` — RL from the instruct model (paper-faithful KG-R1).
-* :class:`OracleColdStart` — gold-path oracle episodes with templated ``<think>`` text.
-  A 135M model does not follow the tag protocol out of the box (the untrained SmolLM2
-  writes plain prose: every turn is a format error), so kgreason's small presets first
-  teach the format on these trajectories, then run RL.
-* :class:`DecomposedColdStart` — ISP/DTPO's rule-based decomposition (appendix E.2).
+* :class:`NoColdStart` — RL from the model as loaded.
+* :class:`RejectionSampledColdStart` — teachers play episodes, an outcome filter keeps
+  some (any action space the teachers can play).
+
+A method's own builders live in its package (``kgreason.methods.<name>.cold_start``):
+KG-R1's gold-path oracle, ISP/DTPO's decomposition, KBQA-R1's referenced rejection
+sampling, KG-Reasoner's error-correction pairs.
 """
 
 from __future__ import annotations
@@ -21,38 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kgreason.data.splits import sample_subset
+from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
-from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.errors import ConfigError
-from kgreason.eval import f1
 from kgreason.eval.metrics import matches
 from kgreason.types import KBQASample, Trajectory
-
-
-def oracle_sft_trajectories(
-    samples: Sequence[KBQASample],
-    make_env: Callable[[], KGEnv],
-    chat_ids: Callable[[list[dict[str, str]]], list[int]],
-    tokenizer,
-    max_turns: int | None = None,
-    oracle: PathOracle | None = None,
-) -> list[Trajectory]:
-    """Oracle episodes as token sequences (policy turns mask 1, prompt/observations 0).
-
-    Keeps only episodes that answer correctly (F1 = 1) within the env's turn budget
-    (or ``max_turns``); questions without a relation path are skipped.
-    """
-    oracle = oracle or PathOracle()
-    out = []
-    for s in samples:
-        if not expressible(s):
-            continue
-        env = make_env()
-        traj = oracle.messages(env, s)
-        if f1(traj.answer, s.answers) < 1.0 or (max_turns and len(traj.turns) > max_turns):
-            continue
-        out.append(episode_tokens(traj, chat_ids, tokenizer))
-    return out
 
 
 def episode_tokens(traj: Trajectory, chat_ids: Callable[[list[dict[str, str]]], list[int]], tokenizer) -> Trajectory:
@@ -98,6 +72,7 @@ def balance(items: Sequence[T], key: Callable[[T], object], seed: int = 0) -> li
     return out
 
 
+@declare(action_space=None, gold=())
 class ColdStart:
     """Base of the cold-start builders.
 
@@ -134,47 +109,6 @@ class NoColdStart(ColdStart):
 
     def build(self, samples, make_env, policy) -> list[Trajectory]:
         return []
-
-
-class OracleColdStart(ColdStart):
-    """Gold-path oracle episodes (:class:`~kgreason.envs.oracle.PathOracle`) as SFT data.
-
-    Raises:
-        ConfigError: no oracle episode fits the environment's turn limit.
-    """
-
-    def __init__(self, oracle: PathOracle | None = None, **kw):
-        super().__init__(**kw)
-        self.oracle = oracle or PathOracle()
-
-    def build(self, samples, make_env, policy) -> list[Trajectory]:
-        trajs = oracle_sft_trajectories(samples, make_env, policy.chat_ids, policy.tokenizer, oracle=self.oracle)
-        if samples and not trajs:
-            raise ConfigError(f"no oracle episode of {len(samples)} questions answers within "
-                              f"max_turns={make_env().max_turns}; raise env.max_turns or use cold_start=none")
-        return trajs
-
-
-class DecomposedColdStart(ColdStart):
-    """ISP/DTPO's cold start: gold logical forms decomposed into executed steps (E.2).
-
-    Args:
-        explore_variables: also explore each intermediate variable with a ``<node>`` step.
-    """
-
-    def __init__(self, explore_variables: bool = False, **kw):
-        super().__init__(**kw)
-        self.explore_variables = explore_variables
-
-    def build(self, samples, make_env, policy) -> list[Trajectory]:
-        from kgreason.training.decompose import isp_sft_trajectories
-
-        trajs = isp_sft_trajectories(samples, make_env, policy.chat_ids, policy.tokenizer,
-                                     explore_variables=self.explore_variables)
-        if samples and not trajs:
-            raise ConfigError(f"no decomposed episode of {len(samples)} questions fits "
-                              f"max_turns={make_env().max_turns}; raise env.max_turns or use cold_start=none")
-        return trajs
 
 
 def grounded(traj: Trajectory) -> bool:
@@ -270,49 +204,3 @@ class RejectionSampledColdStart(ColdStart):
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.teachers)
         return f"{type(self).__name__}(teachers=[{names}], attempts={self.attempts}, limit={self.limit})"
-
-
-class ReferencedRejectionSampledColdStart(RejectionSampledColdStart):
-    """Referenced Rejection Sampling, RRS (KBQA-R1 §IV-B1).
-
-    The teacher sees the gold action sequence (:func:`~kgreason.envs.kbqa_r1.reference_actions`
-    of the question's S-expression) after the prompt and writes the reasoning around it;
-    the reference is not part of the kept trajectory (:attr:`KGEnv.reference`). Episodes
-    are kept when the answer's F1 is at least ``min_f1`` and every turn keeps the tag
-    format. ``reference=False`` is standard rejection sampling, the paper's Table VII
-    baseline.
-
-    Args:
-        teachers: :class:`~kgreason.training.teachers.Teacher` objects.
-        reference: show the gold actions.
-        min_f1: the outcome filter τ (paper: F1 > 0.9).
-        require_format: the format filter (every turn well-tagged, an answer at the end).
-        **kw: :class:`RejectionSampledColdStart` options (``attempts``,
-            ``max_per_question``, ``balance``, ``limit``, ``seed``).
-    """
-
-    def __init__(self, teachers: Sequence, reference: bool = True, min_f1: float = 0.9,
-                 require_format: bool = True, **kw):
-        kw.setdefault("require_grounded", False)
-        super().__init__(teachers, **kw)
-        self.reference = reference
-        self.min_f1 = min_f1
-        self.require_format = require_format
-
-    def play(self, teacher, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
-        from kgreason.envs.kbqa_r1 import reference_note
-
-        env.reference = reference_note(sample) if self.reference else None
-        return teacher.episode(env, sample, rng)
-
-    def accept(self, traj: Trajectory, sample: KBQASample) -> bool:
-        from kgreason.rewards.kbqa_r1 import tag_format
-
-        if f1(traj.answer, sample.answers) < self.min_f1:
-            return False
-        return not self.require_format or tag_format(traj)[0]
-
-    def __repr__(self) -> str:
-        names = ", ".join(t.name for t in self.teachers)
-        return (f"{type(self).__name__}(teachers=[{names}], reference={self.reference}, min_f1={self.min_f1}, "
-                f"limit={self.limit})")

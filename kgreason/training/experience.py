@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
 from kgreason.eval.metrics import precision_recall_f1
 from kgreason.rewards.base import RewardFn, RewardOutput
@@ -126,6 +127,7 @@ def distinct_final_calls(trajs: Sequence[Trajectory], index: Sequence[int]) -> f
     return sum(len(finals.get(g, ())) for g in groups) / max(1, len(groups))
 
 
+@declare(rollout="linear")
 class LinearExperience:
     """N independent multi-turn episodes per question, grouped by question.
 
@@ -192,6 +194,7 @@ def step_sample(tree: Tree, node_id: int) -> Trajectory:
     return t
 
 
+@declare(rollout="tree")
 class TreeExperience:
     """Tree rollouts with step-level groups (ISP/DTPO, paper 002 §4.3).
 

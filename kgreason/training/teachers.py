@@ -6,7 +6,7 @@ the good ones (:class:`~kgreason.training.cold_start.RejectionSampledColdStart`)
 kinds:
 
 * a scripted teacher built from the gold query (per action space, e.g.
-  :class:`~kgreason.training.knowcoder_teacher.ScriptedKnowCoderTeacher`);
+  :class:`~kgreason.methods.knowcoder_a1.teacher.ScriptedKnowCoderTeacher`);
 * :class:`EngineTeacher` — any local model behind a generation engine (``HFEngine``);
 * :class:`OpenAITeacher` — an OpenAI-compatible chat endpoint (a large model served
   elsewhere, e.g. by vLLM), through ``/chat/completions``.

@@ -22,12 +22,12 @@ from kgreason.data import load_dataset
 from kgreason.data.demo import load_demo_kb
 from kgreason.envs import make_env
 from kgreason.envs.base import OBS_FRAME_TOKENS, ParseError
-from kgreason.envs.isp import expand_prefixes
-from kgreason.envs.kg_r1 import split_args
 from kgreason.envs.text import approx_tokens, boxed, last_tag, split_answer, tagged
 from kgreason.errors import KGReasonError
 from kgreason.kb import check_read_only
 from kgreason.kb.sexpr import parse_sexpr, sexpr_to_sparql
+from kgreason.methods.isp_dtpo.space import expand_prefixes
+from kgreason.methods.kg_r1.space import split_args
 
 SPACES = ("kg_r1", "isp_dtpo", "knowcoder_a1", "kbqa_r1", "kg_reasoner")
 BUDGET = 96  # observation budget in these tests: small, so that truncation is exercised

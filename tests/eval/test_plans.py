@@ -14,8 +14,8 @@ from kgreason.errors import ConfigError
 from kgreason.eval.metrics import matches
 from kgreason.eval.plans import last_episodes, main
 from kgreason.kb import load_metaqa_kb
+from kgreason.methods.knowcoder_a1.teacher import ScriptedKnowCoderTeacher
 from kgreason.training import JsonlSink
-from kgreason.training.knowcoder_teacher import ScriptedKnowCoderTeacher
 from kgreason.types import Turn
 from tests.conftest import FIXTURES
 

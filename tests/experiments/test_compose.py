@@ -101,7 +101,7 @@ def test_a_reward_curriculum_switches_inside_the_presets_rl_stage(method, preset
 
 @pytest.mark.parametrize(("method", "preset"), [*((m, "demo") for m in METHODS), ("knowcoder_a1", "metaqa")])
 def test_the_preset_fits_its_cold_start_episodes(method, preset, tmp_path):
-    # each method's preset lengths were sized on its cold start (experiments/conf/method_preset/):
+    # each method's preset lengths were sized on its cold start (kgreason/conf/method_preset/):
     # SFT would cut an episode that overran sft.max_len, a rollout stop one that overran
     # the response budget before its answer
     if preset == "metaqa" and not METAQA.exists():
@@ -139,7 +139,7 @@ def test_the_runner_names_no_part():
     """run.py orders stages; which action space, reward, rollout or cold start runs is config."""
     import ast
 
-    tree = ast.parse((CONFIG_DIR.parent / "run.py").read_text())
+    tree = ast.parse((CONFIG_DIR.parent / "pipeline.py").read_text())
     tree.body = tree.body[1:]  # the module docstring shows example command lines
     src = ast.unparse(tree)
     names = set()
@@ -147,14 +147,16 @@ def test_the_runner_names_no_part():
         names |= {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
     names -= {"none", "f1", "em"}  # an English word and two metric names
     found = sorted(n for n in names if re.search(rf"\b{re.escape(n)}\b", src))
-    assert not found, f"run.py names parts: {found}"
+    assert not found, f"the pipeline names parts: {found}"
     for cls in ("HFEngine", "TreeRollout", "MultiTurnRollout", "PathOracle", "CompositeReward", "TreeExperience"):
         assert cls not in src
 
 
 def test_the_ranker_group_reaches_spaces_that_rank_and_only_those(demo_oxigraph):
-    from kgreason.envs import EnvFactory, ISPActionSpace, KGR1ActionSpace
+    from kgreason.envs import EnvFactory
     from kgreason.errors import ConfigError
+    from kgreason.methods.isp_dtpo import ISPActionSpace
+    from kgreason.methods.kg_r1 import KGR1ActionSpace
 
     class Fixed:
         def rank(self, query, candidates, top_k=None):
@@ -206,7 +208,7 @@ def test_the_command_line_is_checked_before_torch_loads():
     import subprocess
     import sys
 
-    run_py = CONFIG_DIR.parent / "run.py"
+    run_py = CONFIG_DIR.parents[1] / "experiments" / "run.py"
     probe = (f"import sys; sys.argv = ['run.py']; sys.path.insert(0, {str(run_py.parent)!r}); import run; "
              "print(sorted(m for m in ('torch', 'lightning', 'transformers', 'pyoxigraph') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -255,11 +257,15 @@ def test_parts_from_outside_kgreason_are_not_judged():
 def test_the_check_knows_every_registered_action_space_and_rollout():
     from hydra.utils import get_class, get_method
 
-    from kgreason.config import ACTION_SPACE_TARGETS, ROLLOUT_KINDS
+    from kgreason.compat import facts
     from kgreason.envs import ACTION_SPACES
 
-    assert {get_class(t) for t in ACTION_SPACE_TARGETS} == {ACTION_SPACES.get(n) for n in ACTION_SPACES.names()}
-    for target, name in ACTION_SPACE_TARGETS.items():
-        assert ACTION_SPACES.get(name) is get_class(target)
+    # every shipped env option names a registered action space, found by its target alone
+    spaces = {f.stem: OmegaConf.load(f)["space"]["_target_"] for f in (CONFIG_DIR / "env").glob("*.yaml")}
+    assert {ACTION_SPACES.name_of(t) for t in spaces.values()} == set(ACTION_SPACES.names())
+    for option, target in spaces.items():
+        assert ACTION_SPACES.name_of(target) == option and ACTION_SPACES.get(option) is get_class(target)
+    assert ACTION_SPACES.name_of("my_package.MySpace") is None
     targets = {OmegaConf.load(f)["_target_"] for f in (CONFIG_DIR / "rollout").glob("*.yaml")}
-    assert targets == set(ROLLOUT_KINDS) and all(callable(get_method(t)) for t in targets)
+    kinds = {facts(OmegaConf.load(f)).get("rollout") for f in (CONFIG_DIR / "rollout").glob("*.yaml")}
+    assert kinds == {"linear", "tree"} and all(callable(get_method(t)) for t in targets)

@@ -8,8 +8,8 @@ import torch
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
-from kgreason.envs.oracle import PathOracle, expressible
 from kgreason.eval import f1
+from kgreason.methods.kg_r1.oracle import PathOracle, expressible
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import Engine, Generation, HFEngine, MultiTurnRollout
 from kgreason.rollout.engine import count_encoded_positions, pack_columns

@@ -108,7 +108,7 @@ def test_pushes_merged_weights_once_per_change_and_drops_the_prefix_cache(fake_v
 
 
 def test_engine_group_builds_it_on_the_policy(fake_vllm):
-    cfg = OmegaConf.load("experiments/conf/engine/vllm.yaml")
+    cfg = OmegaConf.load("kgreason/conf/engine/vllm.yaml")
     engine = instantiate(cfg, lora_tiny())
     assert isinstance(engine, VLLMEngine) and engine.llm_kwargs["gpu_memory_utilization"] == 0.3
 

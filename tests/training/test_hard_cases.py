@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
+from kgreason.methods.kg_r1 import oracle_sft_trajectories
 from kgreason.models import CausalLMPolicy
 from kgreason.training import (
     HardCaseStream,
@@ -21,7 +22,6 @@ from kgreason.training import (
     collate,
     hard_cases,
     masked_nll,
-    oracle_sft_trajectories,
 )
 from kgreason.types import KBQASample
 

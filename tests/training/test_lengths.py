@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
-from kgreason.envs.oracle import expressible
+from kgreason.methods.kg_r1.oracle import expressible
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import MultiTurnRollout
 from kgreason.training import collate, length_fit

@@ -13,21 +13,22 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from kgreason.data import load_dataset
-from kgreason.envs import EnvFactory, KnowCoderActionSpace, make_env
+from kgreason.envs import EnvFactory, make_env
 from kgreason.errors import ConfigError
 from kgreason.eval.metrics import matches
 from kgreason.kb import load_metaqa_kb
 from kgreason.kb.schema import expand_prefixes
-from kgreason.models import CausalLMPolicy
-from kgreason.rollout import HFEngine
-from kgreason.training import RejectionSampledColdStart, grounded
-from kgreason.training.knowcoder_teacher import (
+from kgreason.methods.knowcoder_a1 import KnowCoderActionSpace
+from kgreason.methods.knowcoder_a1.teacher import (
     ScriptedKnowCoderTeacher,
     asked_for,
     compact_sparql,
     hop_at,
     path_sparql,
 )
+from kgreason.models import CausalLMPolicy
+from kgreason.rollout import HFEngine
+from kgreason.training import RejectionSampledColdStart, grounded
 from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError
 from kgreason.types import Entity, KBQASample, Trajectory, Turn
 from tests.conftest import FIXTURES, shared

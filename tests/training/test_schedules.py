@@ -10,8 +10,9 @@ from torch.utils.data import DataLoader
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
+from kgreason.methods.kg_r1 import oracle_sft_trajectories
 from kgreason.models import CausalLMPolicy
-from kgreason.training import SFTLitModule, collate, oracle_sft_trajectories, warmup_cosine
+from kgreason.training import SFTLitModule, collate, warmup_cosine
 
 
 def test_warmup_cosine_rises_linearly_then_decays_to_final():

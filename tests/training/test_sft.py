@@ -10,8 +10,9 @@ from torch.utils.data import DataLoader
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
+from kgreason.methods.kg_r1 import oracle_sft_trajectories
 from kgreason.models import CausalLMPolicy
-from kgreason.training import SFTLitModule, collate, masked_nll, oracle_sft_trajectories
+from kgreason.training import SFTLitModule, collate, masked_nll
 
 
 def test_oracle_sft_data_masks_only_policy_text(demo_oxigraph):

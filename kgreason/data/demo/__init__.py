@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgreason.declarations import declare
 from kgreason.kb.base import KnowledgeBase
 
 
+@declare(schema="freebase")
 def load_demo_kb(backend: str = "oxigraph", **kw) -> KnowledgeBase:
     """The demo KG (Freebase schema) in an embedded Oxigraph store or a triple store."""
     from kgreason.data.demo.kg import build_demo_kg

@@ -1,0 +1,391 @@
+"""The stages of a run, importable: ``kgreason.pipeline.run(cfg)`` with a composed config.
+
+Stages (``stage=all``): ranker training (``ranker_training``; a trainable ranker is part
+of the environment) → evaluate the untrained policy → cold start (SFT on the
+``cold_start`` builder's trajectories) → RL → evaluate again. Every part is built from
+its config group by :mod:`kgreason.compose`; this module only orders the stages and
+writes the outputs: the resolved config, checkpoints, metrics CSVs, trajectories JSONL
+(appended and flushed as they are made), results as JSON and Markdown, and PNG plots of
+the training curves.
+
+The command line is :func:`cli` (``python experiments/run.py`` or ``kgreason-run``),
+with the configs shipped in the package (:data:`kgreason.config.CONFIG_DIR`); each stage
+is a function of its own (:func:`run_eval`, :func:`cold_start`, :func:`reinforce`) for
+scripts that order them differently.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+# only the config checks load before the command line is known to be good; torch,
+# Lightning, transformers and the KBs load after (a typo is answered in about a second)
+from kgreason.config import CONFIG_DIR, check_overrides, validate_config
+from kgreason.errors import ConfigError
+
+if TYPE_CHECKING:
+    import lightning as L
+
+    from kgreason.compose import Parts
+    from kgreason.eval import EvalReport
+    from kgreason.types import KBQASample
+
+log = logging.getLogger("kgreason.run")
+
+
+def save_policy(policy, path: Path) -> None:
+    """Save the trained weights (the LoRA adapter stack, or everything when fully fine-tuned)."""
+    from kgreason.training.resume import atomic_save
+
+    atomic_save(policy.checkpoint_state(), path)
+
+
+def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any) -> L.Trainer:
+    import lightning as L
+    from hydra.utils import instantiate
+
+    loggers = [logger or L.pytorch.loggers.CSVLogger(out, name=name, version="")]
+    if cfg.logger.get("extra") is not None:  # logger=tensorboard|wandb: beside the CSV
+        loggers.append(instantiate(cfg.logger.extra)(save_dir=str(out), name=name))
+    return L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), default_root_dir=out,
+                     logger=loggers, enable_model_summary=False, log_every_n_steps=1, **kw)
+
+
+def quiet() -> None:
+    """Silence what no user can act on: Lightning's hardware lines and tips, a deprecation
+    raised inside Lightning, and the SFT module's unused validation step."""
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for message in (r".*isinstance\(treespec, LeafSpec\).*",
+                    r".*defined a `validation_step` but have no `val_dataloader`.*"):
+        warnings.filterwarnings("ignore", message=message)
+
+
+def run_hparams(cfg: DictConfig) -> dict[str, Any]:
+    """The run's resolved config and its Hydra choices, saved as the modules' hyper-parameters."""
+    return {"config": OmegaConf.to_container(cfg, resolve=True),
+            "choices": dict(HydraConfig.get().runtime.choices) if HydraConfig.initialized() else {}}
+
+
+def end_stage(tr: L.Trainer) -> None:
+    """End the stage's W&B run: the next stage opens its own (its steps start at 0 again)."""
+    for lg in tr.loggers:
+        if type(lg).__name__ == "WandbLogger" and getattr(lg, "_experiment", None) is not None:
+            lg.experiment.finish()
+
+
+def run_eval(p: Parts, cfg: DictConfig, out: Path, tag: str) -> EvalReport:
+    """Evaluate the policy as it is now; rows and trajectories are written batch by batch.
+
+    With ``eval.resume=true`` the rows an interrupted evaluation left in ``out`` are kept
+    and only the other questions are evaluated; the report covers both.
+    """
+    from tqdm import tqdm
+
+    from kgreason.eval import EvalReport, evaluate, turn_budget
+    from kgreason.eval.files import EvalSink
+
+    sink = EvalSink(out, tag, resume=cfg.eval.resume)
+    todo = resume_todo(p.dev, sink.done, sink.path)
+    # counted in turns: a lock-step batch of questions finishes all at once, its turns one by one
+    bar = tqdm(total=turn_budget(p.make_env, todo, cfg.eval.runs), desc=f"eval ({tag}, {len(todo)} questions)",
+               unit="turn")
+    report, _ = evaluate(p.eval_rollout, p.make_env, todo, batch_size=cfg.eval.batch_size,
+                         n_runs=cfg.eval.runs, seed=cfg.seed, progress=bar.update, on_chunk=sink)
+    bar.close()
+    return EvalReport.from_rows(sink.done + report.rows) if sink.done else report
+
+
+def resume_todo(dev: list[KBQASample], done: list[dict[str, Any]], path: Path) -> list[KBQASample]:
+    """The questions of ``dev`` an earlier evaluation (its rows ``done``, from ``path``) has
+    not scored (``eval.resume=true``).
+
+    Raises:
+        ConfigError: a row kept is not one of ``dev``'s questions (another evaluation set).
+    """
+    ids = {s.id for s in dev}
+    stray = [r["id"] for r in done if r["id"] not in ids]
+    if stray:
+        raise ConfigError(f"eval.resume: {len(stray)} of the {len(done)} rows in {path} are not questions of this "
+                          f"evaluation (e.g. id {stray[0]!r}); resume with the data settings that wrote them")
+    if done:
+        log.info("eval.resume: %d of %d questions already scored in %s; evaluating the other %d",
+                 len(done), len(dev), path, len(dev) - len(done))
+    seen = {r["id"] for r in done}
+    return [s for s in dev if s.id not in seen]
+
+
+def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
+    """SFT on the cold-start builder's trajectories; returns how many there were."""
+    from hydra.utils import instantiate
+    from torch.utils.data import DataLoader
+
+    from kgreason.models import resolve_bf16
+    from kgreason.training import (
+        LengthGroupedBatches,
+        SFTLitModule,
+        annotate_sft_losses,
+        collate,
+        length_fit,
+    )
+
+    trajs = p.cold_start(p.train, p.make_env, p.policy)
+    if not trajs:
+        return 0
+    log.info("SFT on %d cold-start trajectories (%r)", len(trajs), p.cold_start)
+    fit = length_fit(trajs, cfg.sft.max_len, cfg.model.max_response_tokens, cfg.model.max_new_tokens)
+    (log.info if fit.fits else log.warning)("cold-start lengths: %s", fit)
+    batches = LengthGroupedBatches([len(t.token_ids) for t in trajs], cfg.sft.batch_size, seed=cfg.seed)
+    loader = DataLoader(trajs, batch_sampler=batches,
+                        collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
+                                                     max_len=cfg.sft.max_len))
+    schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
+    # bf16 for the training passes where the host multiplies it faster; weights stay as they are
+    bf16 = not p.policy.bf16 and resolve_bf16(cfg.sft.bf16, p.policy.device, measure=True)
+    if bf16:
+        log.info("SFT under bf16 autocast (sft.bf16=%s); weights and generation stay float32", cfg.sft.bf16)
+    module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=bf16, hparams=run_hparams(cfg))
+    # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
+    epochs = -(-cfg.sft.steps // max(1, len(loader)))
+    # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")
+    limit = cfg.sft.steps if epochs == 1 else None
+    # under data parallelism the batch sampler shards itself (Lightning cannot wrap it)
+    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False,
+                 limit_train_batches=limit, use_distributed_sampler=False)
+    tr.fit(module, loader)
+    end_stage(tr)
+    if tr.is_global_zero:
+        save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
+        # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
+        (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
+    annotate_sft_losses(p.train, module.question_losses)
+    return len(trajs)
+
+
+def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
+    """The RL stage; ``start`` > 0 resumes ``cfg.resume`` after that many iterations."""
+    from torch.utils.data import DataLoader
+
+    from kgreason.training import JsonlSink, RLLitModule
+    from kgreason.training.progress import IterationProgressBar
+    from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
+
+    p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
+    module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"),
+                         hparams=run_hparams(cfg))
+    if module.bf16:
+        log.info("RL updates under bf16 autocast (objective.bf16=%s); weights and rollouts stay float32",
+                 cfg.objective.bf16)
+    if start:
+        # what the killed run wrote after its checkpoint is redone now: drop it first
+        n = drop_jsonl_rows(out / "trajectories.jsonl",
+                            lambda r: (r.get("stage") == "train" and r.get("step", -1) >= start)
+                            or r.get("stage") == "eval/trained")
+        log.info("resuming RL after iteration %d; dropped %d trajectories written after the checkpoint", start, n)
+        try:
+            prompts = p.prompts(p.train, start=start)
+        except TypeError as e:
+            raise ConfigError(f"curriculum {cfg.curriculum.get('_target_')} takes no `start`: "
+                              "it cannot resume at a later batch") from e
+    else:
+        prompts = p.prompts(p.train)
+    tr = trainer(cfg, out, "rl", logger=ResumingCSVLogger(out, name="rl", version="", start=start),
+                 max_steps=-1, max_epochs=1, enable_checkpointing=False,
+                 callbacks=[IterationCheckpoint(out / "checkpoints" / "rl", every=cfg.rl.checkpoint_every),
+                            IterationProgressBar(cfg.rl.iterations)])
+    # One epoch of an endless prompt stream, which the module ends after its iterations.
+    with warnings.catch_warnings():
+        # resuming mid-epoch of an endless stream: the stream itself skips what was done
+        warnings.filterwarnings("ignore", message=".*resuming from a mid-epoch checkpoint.*")
+        tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
+    end_stage(tr)
+    if tr.is_global_zero:
+        save_policy(p.policy, out / "checkpoints" / "policy.pt")
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> dict[str, Any]:
+    results = run(cfg)
+    from kgreason.training import leave_process_group
+
+    leave_process_group()  # trainer=ddp: every process, after a clean end only
+    return results
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Every stage the config asks for, in one process; the results ``main`` returns."""
+    out = Path(HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    validate_config(cfg)
+    quiet()
+    import lightning as L
+    from lightning.fabric.utilities.rank_zero import rank_zero_only
+
+    from kgreason.compose import build_parts
+    from kgreason.eval import EvalReport
+    from kgreason.eval.files import read_rows
+    from kgreason.training.cost import StageCost
+    from kgreason.training.resume import rl_progress
+
+    L.seed_everything(cfg.seed, verbose=False)
+    cost = StageCost()  # results.json's "cost": wall, CPU (the query process too) and peak RSS a stage
+    # trainer=ddp: Lightning starts the other processes at the first fit, running this
+    # script again; they train their share and leave evaluation and results to the first
+    lead = rank_zero_only.rank == 0
+    with cost.stage("start"):
+        p = build_parts(cfg)
+    log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
+    results: dict[str, Any] = {"output_dir": str(out)}
+    reports: dict[str, EvalReport] = {}
+    # a resumed run continues the killed one's RL stage, in its folder, and keeps its evaluations
+    start = rl_progress(cfg.resume) if cfg.resume else 0
+    if cfg.resume:
+        results["resumed"] = {"checkpoint": str(cfg.resume), "after_iteration": start}
+        for tag in ("untrained", "sft"):
+            if (out / f"eval_{tag}.jsonl").is_file():
+                reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
+        if (out / "sft_losses.json").is_file():
+            from kgreason.training import annotate_sft_losses
+
+            annotate_sft_losses(p.train, json.loads((out / "sft_losses.json").read_text(encoding="utf-8")))
+
+    # the ranker is part of the environment: trained (or reloaded) before any episode is
+    # played, so evaluations and cold-start episodes see the ranking the policy will get
+    with cost.stage("ranker_training"):
+        figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
+    if figures:
+        results["ranker"] = figures
+    else:  # a method without a trainable ranker: nothing ran
+        del cost.stages["ranker_training"]
+
+    if lead and not cfg.resume and (cfg.stage == "eval" or (cfg.stage == "all" and cfg.eval.untrained)):
+        tag = "untrained" if cfg.stage == "all" else "checkpoint"
+        with cost.stage(f"eval/{tag}"):
+            reports[tag] = run_eval(p, cfg, out, tag)
+
+    if not cfg.resume and cfg.stage in ("all", "sft") and cfg.sft.steps > 0:
+        with cost.stage("cold_start"):  # building the episodes and SFT on them
+            results["sft_trajectories"] = cold_start(p, cfg, out)
+        if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
+            results["cold_start_report"] = p.cold_start.report
+        if lead and results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
+            with cost.stage("eval/sft"):
+                reports["sft"] = run_eval(p, cfg, out, "sft")
+
+    if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
+        with cost.stage("rl"):
+            reinforce(p, cfg, out, start)
+    if not lead:
+        return results
+
+    if cfg.stage == "all":
+        with cost.stage("eval/trained"):
+            reports["trained"] = run_eval(p, cfg, out, "trained")
+
+    results["eval"] = {k: {"overall": r.overall, "by_level": r.by_level, "by_qtype": r.by_qtype, "by_hops": r.by_hops}
+                       for k, r in reports.items()}
+    results["cost"] = cost.as_dict()
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    choices = HydraConfig.get().runtime.choices
+    md = [f"# Results: method={choices.get('method')} preset={choices.get('preset')}"]
+    md += [r.markdown(k) for k, r in reports.items()]
+    md.append(cost.markdown())
+    (out / "results.md").write_text("\n\n".join(md) + "\n")
+    from kgreason.eval.plots import plot_run  # the runner extra: matplotlib, pandas
+
+    plot = plot_run(out, title=f"method={choices.get('method')} preset={choices.get('preset')}  ({out.name})")
+    results["plots"] = [str(plot)] if plot else []
+    for k, r in reports.items():
+        print(f"[{k}] dev F1 {r.overall['f1']:.3f}  Hit@1 {r.overall['hit1']:.3f}  (n={r.overall['n']})")
+    bill = results["cost"]
+    print(f"cost: training {bill['training']['cpu_min']:.1f} CPU-minutes, run {bill['total']['cpu_min']:.1f} "
+          f"CPU-minutes in {bill['total']['wall_s'] / 60:.1f} min wall (results.md)")
+    print(f"outputs: {out}")
+    return results
+
+
+#: Hydra flags that take a value (the value is not an override)
+_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                 "--config-dir", "-cd", "--experimental-rerun", "--shell-completion", "-sc"}
+#: Hydra flags that only print (nothing runs, nothing to check)
+_PRINT_ONLY = {"--help", "-h", "--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc"}
+#: a sweep larger than this is checked on its first combinations only
+MAX_CHECKED_JOBS = 64
+
+
+def command_overrides(argv: list[str]) -> tuple[list[str], bool] | None:
+    """The overrides of a command line and whether it is a multirun; ``None`` for a
+    command that only prints (``--help``, ``--info``).
+
+    >>> command_overrides(["method=kg_r1", "--cfg", "job", "-m", "reward=f1,em", "hydra.verbose=true"])
+    (['method=kg_r1', 'reward=f1,em'], True)
+    """
+    if any(a in _PRINT_ONLY for a in argv):
+        return None
+    out, multirun, skip = [], False, False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in _VALUED_FLAGS:
+            skip = True
+        elif a in ("-m", "--multirun"):
+            multirun = True
+        elif not a.startswith("-") and not a.lstrip("+~").startswith("hydra"):
+            out.append(a)
+    return out, multirun
+
+
+def sweep_jobs(overrides: list[str], limit: int = MAX_CHECKED_JOBS) -> list[list[str]]:
+    """The jobs of a ``-m`` sweep (choice and range sweeps expanded, as Hydra's basic sweeper
+    does), at most ``limit`` of them.
+
+    >>> sweep_jobs(["method=kg_r1", "reward=f1,em", "seed=range(2)"])
+    [['method=kg_r1', 'reward=f1', 'seed=0'], ['method=kg_r1', 'reward=f1', 'seed=1'], ['method=kg_r1', 'reward=em', 'seed=0'], ['method=kg_r1', 'reward=em', 'seed=1']]
+    """
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    axes = []
+    for o in OverridesParser.create().parse_overrides(overrides):
+        key = o.get_key_element()
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        axes.append([f"{key}={v}" for v in values])
+    return [list(job) for job in itertools.islice(itertools.product(*axes), limit)]
+
+
+def _precheck(argv: list[str]) -> None:
+    """Answer a bad override before Hydra and the heavy imports: a single run, ``--cfg job``
+    and every job of a ``-m`` sweep (each job named in the message)."""
+    parsed = command_overrides(argv)
+    if parsed is None:
+        return
+    overrides, multirun = parsed
+    try:
+        jobs = sweep_jobs(overrides) if multirun else [overrides]
+    except Exception as e:  # the sweep syntax itself: Hydra says it best, when it parses the line
+        log.debug("sweep not expanded for the precheck: %s", e)
+        return
+    for job in jobs:
+        try:
+            validate_config(check_overrides(job))
+        except ConfigError as e:
+            where = f" (sweep job {' '.join(job)})" if multirun else ""
+            sys.exit(f"ConfigError{where}: {e}")
+
+
+def cli() -> None:
+    """``python experiments/run.py <overrides>``: check the command line, then run."""
+    _precheck(sys.argv[1:])
+    main()

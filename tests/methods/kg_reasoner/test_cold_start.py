@@ -1,0 +1,77 @@
+"""KG-Reasoner's gold-path and error-correction episodes on the demo KG."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from kgreason.data import load_dataset, sample_subset
+from kgreason.envs import EnvFactory
+from kgreason.errors import ConfigError
+from kgreason.eval import f1
+from kgreason.methods.kg_reasoner import KGReasonerActionSpace
+from kgreason.methods.kg_reasoner.teacher import KGReasonerColdStart, KGReasonerPathWriter
+from kgreason.models import CausalLMPolicy
+from kgreason.rankers import DenseRanker
+from kgreason.rewards import get
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return sample_subset([s for s in load_dataset("demo", split="train") if s.relation_path], 60, 0)
+
+
+@pytest.fixture(scope="module")
+def make(demo_oxigraph):
+    return EnvFactory(KGReasonerActionSpace, demo_oxigraph, max_turns=6, ranker=DenseRanker())
+
+
+def test_gold_episodes_answer_inside_one_thought(make, questions):
+    w, rng = KGReasonerPathWriter(p_error=0.0), random.Random(0)
+    written = [(q, t) for q in questions if (t := w.episode(make(), q, rng)) is not None]
+    assert len(written) >= 45, len(written)
+    fmt, ret = get("kg_reasoner_format"), get("kg_reasoner_retrieval")
+    for q, t in written:
+        assert f1(t.answer, q.answers) == 1.0, (q.question, t.answer_text)
+        assert fmt(t, q).total == 1.0 and ret(t, q).total >= 0.2
+        assert not any("backtrack" in x.text for x in t.turns)
+        assert t.turns[0].text.startswith("<think>") and sum("<think>" in x.text for x in t.turns) == 1
+
+
+def test_error_correction_episodes_take_a_wrong_step_back(make):
+    multi = sample_subset([s for s in load_dataset("demo", split="train") if s.relation_path and len(s.relation_path) > 1],
+                          40, 0)
+    w, rng = KGReasonerPathWriter(p_error=1.0), random.Random(0)
+    fixed = [t for q in multi if (t := w.episode(make(), q, rng)) is not None]
+    pairs = [t for t in fixed if any("backtrack </search>" in x.text for x in t.turns)]
+    assert len(pairs) >= 12, (len(fixed), len(pairs))
+    for t in pairs:
+        k = next(i for i, x in enumerate(t.turns) if "backtrack </search>" in x.text)
+        wrong = t.turns[k - 1].actions[0].args[0]
+        assert wrong in t.turns[k].text and "Backtracked to" in t.turns[k].observation
+        assert t.turns[k + 1].actions and t.turns[k + 1].actions[0].args[0] != wrong  # then the right step
+
+
+def test_the_builder_reports_and_refuses_empty_sets(make, questions):
+    cs = KGReasonerColdStart(p_error=0.5, seed=1)
+    trajs = cs(questions[:30], make, CausalLMPolicy.tiny())
+    assert cs.report["written"] == len(trajs) > 0 and 0 < cs.report["corrections"] < len(trajs)
+    assert all(len(t.token_ids) == len(t.loss_mask) and sum(t.loss_mask) > 0 for t in trajs)
+    no_path = [q for q in load_dataset("demo", split="train") if not q.relation_path][:5]
+    with pytest.raises(ConfigError, match="no gold-path episode of 5 questions"):
+        cs(no_path, make, CausalLMPolicy.tiny())
+    with pytest.raises(ConfigError, match="p_error=2"):
+        KGReasonerPathWriter(p_error=2)
+
+
+def test_balance_by_hops_resamples_to_equal_hop_counts(make, questions):
+    """``balance: hops`` (preset=metaqa) groups by the sample field when no meta key has it."""
+    plain = KGReasonerColdStart(p_error=0.0, seed=1)(questions, make, CausalLMPolicy.tiny())
+    hops = {q.id: q.hops for q in questions}
+    before = Counter(hops[t.sample_id] for t in plain)
+    assert len(before) >= 2 and len(set(before.values())) > 1  # unequal to begin with
+    out = KGReasonerColdStart(p_error=0.0, seed=1, balance="hops")(questions, make, CausalLMPolicy.tiny())
+    after = Counter(hops[t.sample_id] for t in out)
+    assert after.keys() == before.keys() and len(set(after.values())) == 1
