@@ -328,8 +328,8 @@ def command_overrides(argv: list[str]) -> tuple[list[str], bool] | None:
     """The overrides of a command line and whether it is a multirun; ``None`` for a
     command that only prints (``--help``, ``--info``).
 
-    >>> command_overrides(["method=kg_r1", "--cfg", "job", "-m", "reward=f1,em", "hydra.verbose=true"])
-    (['method=kg_r1', 'reward=f1,em'], True)
+    >>> command_overrides(["method=mine", "--cfg", "job", "-m", "reward=f1,em", "hydra.verbose=true"])
+    (['method=mine', 'reward=f1,em'], True)
     """
     if any(a in _PRINT_ONLY for a in argv):
         return None
@@ -350,8 +350,8 @@ def sweep_jobs(overrides: list[str], limit: int = MAX_CHECKED_JOBS) -> list[list
     """The jobs of a ``-m`` sweep (choice and range sweeps expanded, as Hydra's basic sweeper
     does), at most ``limit`` of them.
 
-    >>> sweep_jobs(["method=kg_r1", "reward=f1,em", "seed=range(2)"])
-    [['method=kg_r1', 'reward=f1', 'seed=0'], ['method=kg_r1', 'reward=f1', 'seed=1'], ['method=kg_r1', 'reward=em', 'seed=0'], ['method=kg_r1', 'reward=em', 'seed=1']]
+    >>> sweep_jobs(["method=mine", "reward=f1,em", "seed=range(2)"])
+    [['method=mine', 'reward=f1', 'seed=0'], ['method=mine', 'reward=f1', 'seed=1'], ['method=mine', 'reward=em', 'seed=0'], ['method=mine', 'reward=em', 'seed=1']]
     """
     import itertools
 

@@ -209,6 +209,8 @@ class Trajectory:
     turn_rewards: list[float] = field(default_factory=list)
     reward: float = 0.0
     reward_components: dict[str, float] = field(default_factory=dict)
+    #: the trajectory-level part of ``reward`` (KG-R1's R_global; None: as the reward says)
+    global_reward: float | None = None
     token_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     turn_index: list[int] = field(default_factory=list)

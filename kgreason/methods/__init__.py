@@ -18,3 +18,33 @@ entry point of its distribution (docs/architecture.md).
 | ``knowcoder_a1`` | KnowCoder-A1 |
 | ``kg_reasoner`` | KG-Reasoner |
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def method_package(package: str, space: str, gold: str,
+                   exports: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
+    """Register a method package's action space and gold policy under its name, without
+    importing them, and give it lazy exports.
+
+    Args:
+        package: the method package's ``__name__`` (its last part is the method's name).
+        space: ``"module:Class"`` of the action space, the module relative to ``package``.
+        gold: ``"module:function"`` of the gold policy, likewise.
+        exports: module (relative) → its public names, separated by spaces.
+
+    Returns:
+        The package's ``__getattr__`` and ``__all__``.
+    """
+    from kgreason.envs.factory import ACTION_SPACES
+    from kgreason.registry import by_module, lazy_exports
+    from kgreason.testing import GOLD_POLICIES
+
+    name = package.rpartition(".")[2]
+    ACTION_SPACES.register_lazy(name, package + space)
+    GOLD_POLICIES.register_lazy(name, package + gold)
+    names = by_module(exports)
+    return lazy_exports(package, names), sorted(names)

@@ -20,30 +20,41 @@ only the attention layer and the MLP are trained (:class:`~kgreason.training.ran
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.data import Batch, Data
-from torch_geometric.nn import GATConv
 
 from kgreason.declarations import declare
 from kgreason.rankers.base import TrainableRanker, verbalize_relation
 from kgreason.rankers.dense import DenseRanker, Encoder
 from kgreason.rankers.graph import Neighbourhood
 
+if TYPE_CHECKING:
+    from torch_geometric.data import Batch, Data
 
-class _Messages(Data):
-    """A featurised neighbourhood: node features plus one source row per message.
 
-    ``msg_dst`` holds node indices, so batching offsets it by the node count.
-    """
+@functools.cache
+def _messages_class() -> type:
+    """The PyG ``Data`` of a featurised neighbourhood. Defined on first use: importing PyG
+    imports Lightning (4 s), which a config check that reads this module's declarations
+    should not pay."""
+    from torch_geometric.data import Data
 
-    def __inc__(self, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
-        if key == "msg_dst":
-            return self.num_nodes
-        return super().__inc__(key, value, *args, **kwargs)
+    class _Messages(Data):
+        """A featurised neighbourhood: node features plus one source row per message.
+
+        ``msg_dst`` holds node indices, so batching offsets it by the node count.
+        """
+
+        def __inc__(self, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
+            if key == "msg_dst":
+                return self.num_nodes
+            return super().__inc__(key, value, *args, **kwargs)
+
+    return _Messages
 
 
 @declare(adapts=("flat",))
@@ -92,6 +103,8 @@ class GATEntityRanker(TrainableRanker):
         self.text = encoder if isinstance(encoder, DenseRanker) else DenseRanker(encoder)
         width = hidden * heads
         if aggregate:
+            from torch_geometric.nn import GATConv
+
             # Eq. 1: attention over the messages into each node, plus the node itself (residual)
             self.conv: nn.Module = GATConv((3 * dim + 2, 2 * dim), hidden, heads=heads, dropout=dropout,
                                            add_self_loops=False, residual=True)
@@ -118,7 +131,7 @@ class GATEntityRanker(TrainableRanker):
         msg = torch.cat([names[sender] * r, r * q, r, direction], dim=1)
         mask = torch.zeros(len(context.nodes), dtype=torch.bool)
         mask[context.candidates] = True
-        return _Messages(x=torch.cat([names, names * q], dim=1), msg=msg, msg_dst=receiver, question=q,
+        return _messages_class()(x=torch.cat([names, names * q], dim=1), msg=msg, msg_dst=receiver, question=q,
                          candidate_mask=mask, num_nodes=len(context.nodes))
 
     # ------------------------------------------------------------- scoring
@@ -162,4 +175,6 @@ class GATEntityRanker(TrainableRanker):
 
 def batch_graphs(graphs: Sequence[Data]) -> Batch:
     """Collate featurised graphs into one disjoint-union batch."""
+    from torch_geometric.data import Batch
+
     return Batch.from_data_list(list(graphs))

@@ -12,11 +12,33 @@ from kgreason.types import KBQASample, Trajectory
 
 @dataclass
 class RewardOutput:
-    """A reward: the scalar ``total``, optional per-turn values and named components."""
+    """A reward: the scalar ``total``, optional per-turn values and named components.
+
+    Attributes:
+        total: the trajectory's reward.
+        turn: per-turn values (KG-R1's r_t), or ``None``.
+        components: named parts, for logs.
+        global_reward: the trajectory-level part (KG-R1's R_global, credited to every turn
+            by a turn-level advantage); ``None``: all of ``total`` when there are no
+            per-turn values, else 0 (:meth:`trajectory_level`).
+    """
 
     total: float
     turn: list[float] | None = None
     components: dict[str, float] = field(default_factory=dict)
+    global_reward: float | None = None
+
+    def trajectory_level(self) -> float:
+        """The trajectory-level part.
+
+        >>> RewardOutput(1.5).trajectory_level(), RewardOutput(2.0, turn=[1.0]).trajectory_level()
+        (1.5, 0.0)
+        >>> RewardOutput(2.0, turn=[1.0], global_reward=1.0).trajectory_level()
+        1.0
+        """
+        if self.global_reward is not None:
+            return self.global_reward
+        return self.total if self.turn is None else 0.0
 
 
 class RewardFn(Protocol):

@@ -90,14 +90,12 @@ class CompositeReward:
             comps[f"{c.key}/weighted"] = w * out.total
             comps.update({f"{c.key}/{k}": v for k, v in out.components.items() if k != c.key})
             total += w * out.total
-            # trajectory-level part: a component's own "global", else all of a turn-less one
-            glob += w * out.components.get("global", out.total if out.turn is None else 0.0)
+            glob += w * out.trajectory_level()
             if out.turn is not None and w:
                 turn = [a + w * b for a, b in zip(turn or [0.0] * len(out.turn), out.turn, strict=True)]
-        comps["global"] = glob
         comps["uncapped"] = total
         if self.cap is not None:
             total = min(total, self.cap)
         if self.floor is not None:
             total = max(total, self.floor)
-        return RewardOutput(total, turn, comps)
+        return RewardOutput(total, turn, comps, global_reward=glob)

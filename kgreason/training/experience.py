@@ -98,14 +98,18 @@ def filter_groups(exp: Experience, group_size: int | None = None, drop_zero_vari
 
 def _score(t: Trajectory, out: RewardOutput) -> None:
     t.reward, t.turn_rewards, t.reward_components = out.total, out.turn or [], out.components
+    t.global_reward = out.global_reward
 
 
 def component_logs(trajs: Sequence[Trajectory]) -> dict[str, float]:
-    """``reward/<component>`` means over trajectories."""
+    """``reward/<component>`` means over trajectories, and ``reward/global`` (the
+    trajectory-level part) where the reward gives it."""
     comps: dict[str, list[float]] = {}
     for t in trajs:
         for k, v in t.reward_components.items():
             comps.setdefault(k, []).append(v)
+        if t.global_reward is not None:
+            comps.setdefault("global", []).append(t.global_reward)
     return {f"reward/{k}": sum(v) / len(v) for k, v in comps.items()}
 
 

@@ -24,7 +24,6 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from kgreason.data.paths import gold_walk
-from kgreason.declarations import declare
 from kgreason.errors import ConfigError
 from kgreason.eval.ranking import ranking_report
 from kgreason.kb.base import KnowledgeBase
@@ -193,7 +192,6 @@ def fit_ranker(ranker: GATEntityRanker, train: Sequence[RankerExample], epochs: 
     return {"featurise_s": t1 - t0, "train_s": time.perf_counter() - t1, "examples": len(train), "epochs": epochs}
 
 
-@declare(trains=True)
 def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, trainer_kw: dict[str, Any],
                         epochs: int = 10, batch_size: int = 16, lr: float = 1e-3, held_out: float = 0.2,
                         centres_per_hop: int = 2, context: int = 8, max_neighbours: int = 200, seed: int = 0,

@@ -268,7 +268,7 @@ class RLLitModule(L.LightningModule):
             # rewards without per-turn values are all trajectory-level (global)
             turn_rewards=[torch.tensor(t.turn_rewards if t.turn_rewards else [0.0] * n)
                           for t, n in zip(trajs, exp.n_turns, strict=True)],
-            global_rewards=torch.tensor([t.reward_components.get("global", t.reward) for t in trajs]),
+            global_rewards=torch.tensor([t.reward if t.global_reward is None else t.global_reward for t in trajs]),
             n_turns=list(exp.n_turns),
         )
         per_turn = self.estimator(adv_in, **(self.cfg.advantage_kwargs or {}))

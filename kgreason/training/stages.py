@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
 from kgreason.types import KBQASample
 
@@ -22,3 +23,16 @@ def no_ranker_training(train: Sequence[KBQASample], make_env: Callable[[], KGEnv
     holds (``make_env.space``'s ranker) and returns figures to report.
     """
     return {}
+
+
+@declare(trains=True)
+def train_ranker(train: Sequence[KBQASample], make_env: Callable[[], KGEnv], out: Path,
+                 trainer_kw: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """The ranker-training stage of a trainable ranker (``ranker_training=gat``): fits the
+    env factory's ranker on gold paths with
+    :func:`kgreason.training.ranker.train_entity_ranker` (``options`` are its own). The
+    hook is here, apart from it, so that reading what the stage declares (it needs a
+    trainable ranker) does not import Lightning and PyG."""
+    from kgreason.training.ranker import train_entity_ranker
+
+    return train_entity_ranker(train, make_env, out, trainer_kw, **options)

@@ -78,7 +78,7 @@ def test_composite_weights_turn_rewards():
     out = CompositeReward([Component("kg_r1", 2.0), Component("f1", 0.5)])(traj([PARIS], turns), SAMPLE)
     assert out.turn == [2.0]  # 2 · (0.5 format + 0.5 answer)
     # global: 2 · (F1 + retrieval) from kg_r1, plus the turn-less f1 term
-    assert out.components["global"] == pytest.approx(2 * (2 / 3 + 0.0) + 0.5 * 2 / 3)
+    assert out.global_reward == pytest.approx(2 * (2 / 3 + 0.0) + 0.5 * 2 / 3)
     assert out.components["kg_r1/retrieval"] == 0.0 and out.components["kg_r1/f1"] == pytest.approx(2 / 3)
 
 

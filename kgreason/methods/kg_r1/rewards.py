@@ -90,5 +90,6 @@ def kg_r1_reward(trajectory: Trajectory, sample: KBQASample, w_fmt: float = 0.5,
         total=mean_turn + glob,
         turn=per_turn,
         components={"turn_format": sum(fmt) / n, "turn_kg": sum(kg) / n, "turn_answer": sum(ans) / n,
-                    "turn_mean": mean_turn, "f1": f1, "retrieval": ret, "global": glob},
+                    "turn_mean": mean_turn, "f1": f1, "retrieval": ret},
+        global_reward=glob,
     )
