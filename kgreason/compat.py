@@ -149,14 +149,15 @@ def _dataset_meta(name: object) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the checks
 def _reward_misfit(meta: dict[str, Any], kind: str | None, space: str | None) -> str | None:
+    # the action space first: a reward of another space's tags fits no rollout of this one
+    if meta.get("action_space") and space and meta["action_space"] != space:
+        return (f"scores the output of action space {meta['action_space']!r}, but env uses {space!r} "
+                "(it would score 0 on every step)")
     if meta.get("rollout") and kind and meta["rollout"] != kind:
         if meta["rollout"] == "tree":
             return f"scores tree nodes: it needs rollout=tree, but the rollout is {kind}"
         return (f"reads the turns of whole episodes: it needs rollout={meta['rollout']}, but the rollout is {kind} "
                 "(a tree's one-step samples have no turns: it would score 0)")
-    if meta.get("action_space") and space and meta["action_space"] != space:
-        return (f"scores the output of action space {meta['action_space']!r}, but env uses {space!r} "
-                "(it would score 0 on every step)")
     return None
 
 
@@ -168,8 +169,8 @@ def _reward_problems(c: Composition) -> Iterable[str]:
         why = _reward_misfit(meta, c.kind, c.space)
         if why is None:
             continue
-        fix = (f"rollout={meta['rollout']}" if meta.get("rollout") and meta["rollout"] != c.kind
-               else f"env={meta['action_space']}")
+        fix = (f"env={meta['action_space']}" if meta.get("action_space") and meta["action_space"] != c.space
+               else f"rollout={meta['rollout']}")
         fit = _fitting("reward", lambda n: bool(component_names(n)) and all(
             _reward_misfit(REWARDS.meta(x) if x in REWARDS else {}, c.kind, c.space) is None
             for x in component_names(n)))
