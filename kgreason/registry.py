@@ -202,6 +202,12 @@ def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
+    # a name its own module is called by (``hard_cases`` in ``training/hard_cases.py``) is
+    # bound now: importing that module for any other reason would set the package's
+    # attribute to the module, and ``__getattr__`` would never be asked
+    for name, module in exports.items():
+        if module.rpartition(".")[2] == name:
+            __getattr__(name)
     return __getattr__
 
 
