@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # questions and answers
     "Entity": "kgreason.types", "KBQASample": "kgreason.types", "Term": "kgreason.types",
+    "Trajectory": "kgreason.types", "Episode": "kgreason.types",
     "load_dataset": "kgreason.data", "load_splits": "kgreason.data", "register_dataset": "kgreason.data",
     "load_demo_kb": "kgreason.data",
     # knowledge bases
@@ -31,7 +32,8 @@ _EXPORTS: dict[str, str] = {
     "REWARDS": "kgreason.rewards", "CompositeReward": "kgreason.rewards",
     "ADVANTAGES": "kgreason.rl", "policy_loss": "kgreason.rl",
     # models, training, evaluation
-    "CausalLMPolicy": "kgreason.models", "RLConfig": "kgreason.training", "RLLitModule": "kgreason.training",
+    "CausalLMPolicy": "kgreason.models", "Policy": "kgreason.models", "TrainablePolicy": "kgreason.models",
+    "TrainingBatch": "kgreason.training", "RLConfig": "kgreason.training", "RLLitModule": "kgreason.training",
     "SFTLitModule": "kgreason.training", "evaluate": "kgreason.eval",
     # composition from the runner's configs
     "compose_config": "kgreason.config", "build_parts": "kgreason.compose", "build_policy": "kgreason.compose",

@@ -25,6 +25,7 @@ mixing-matrix test enumerates the shipped options through :func:`problems`.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,19 +60,35 @@ def facts(node: object) -> dict[str, Any]:
 
 
 @functools.cache
-def _option_nodes(group: str) -> dict[str, DictConfig]:
-    """The shipped options of a config group, as their own yaml files say (``defaults`` dropped)."""
-    out = {}
-    for f in sorted((CONFIG_DIR / group).glob("*.yaml")):
-        node = OmegaConf.load(f)
-        if isinstance(node, DictConfig):
-            node.pop("defaults", None)
-            out[f.stem] = node
-    return out
+def option_names(group: str) -> list[str]:
+    """The shipped options of a config group."""
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+@functools.cache
+def _option_node(group: str, name: str) -> DictConfig:
+    node = OmegaConf.load(CONFIG_DIR / group / f"{name}.yaml")
+    if not isinstance(node, DictConfig):
+        raise ConfigError(f"{group}/{name}.yaml is not a mapping")
+    parents = [d for d in node.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
+    for parent in parents:
+        node = OmegaConf.merge(_option_node(group, parent), node)
+    return node
+
+
+def option_node(group: str, name: str) -> DictConfig:
+    """A shipped option's node as its file says, merged over the same-group options it
+    lists in ``defaults`` (``objective/tree_step`` over ``objective/grpo``); a copy."""
+    return copy.deepcopy(_option_node(group, name))
+
+
+def option_nodes(group: str) -> dict[str, DictConfig]:
+    """:func:`option_node` of every shipped option of ``group``."""
+    return {name: option_node(group, name) for name in option_names(group)}
 
 
 def _fitting(group: str, ok: Callable[[DictConfig], bool]) -> str:
-    names = [name for name, node in _option_nodes(group).items() if ok(node)]
+    names = [name for name in option_names(group) if ok(_option_node(group, name))]
     return ", ".join(names) or "none shipped"
 
 

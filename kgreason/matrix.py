@@ -16,7 +16,6 @@ adapter (a graph ranker on a flat list) counts as **adapted**.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from collections import Counter
@@ -27,13 +26,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from kgreason.compat import Composition, problems
-from kgreason.config import CONFIG_DIR, compose_config
+from kgreason.compat import Composition, option_names, option_node, problems
+from kgreason.config import compose_config
 from kgreason.rollout.engine import Engine, Generation
 from kgreason.types import KBQASample, Trajectory
 
 #: the KB backends of the matrix: the kb option and the data option each uses
-KBS = {"demo": ("demo", "demo"), "tsv": ("tsv", "demo"), "rdf": ("rdf_file", "demo"), "metaqa": ("metaqa", "metaqa_1hop")}
+KBS = {"demo": ("demo", "demo"), "tsv": ("tsv", "demo"), "rdf": ("rdf", "demo"), "metaqa": ("metaqa", "metaqa_1hop")}
 #: the objective a rollout kind trains with (the objective is not an axis: it follows the rollout)
 OBJECTIVE = {"linear": "grpo", "tree": "tree_step"}
 
@@ -53,27 +52,10 @@ class Cell:
         return " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
-def options(group: str) -> list[str]:
-    """The shipped options of a config group."""
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
-
-
 def axes() -> dict[str, list[str]]:
     """The values of each axis."""
-    return {"env": options("env"), "reward": options("reward"), "rollout": options("rollout"),
-            "ranker": ["none", *options("ranker")], "cold_start": options("cold_start"), "kb": list(KBS)}
-
-
-@functools.cache
-def _option(group: str, name: str) -> DictConfig:
-    """An option's node as its file says, merged over the same-group options it lists in
-    ``defaults`` (``objective/tree_step`` over ``objective/grpo``)."""
-    node = OmegaConf.load(CONFIG_DIR / group / f"{name}.yaml")
-    assert isinstance(node, DictConfig)
-    parents = [d for d in node.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
-    for parent in parents:
-        node = OmegaConf.merge(_option(group, parent), node)
-    return node
+    return {"env": option_names("env"), "reward": option_names("reward"), "rollout": option_names("rollout"),
+            "ranker": ["none", *option_names("ranker")], "cold_start": option_names("cold_start"), "kb": list(KBS)}
 
 
 def kb_copies(folder: str | Path) -> dict[str, dict[str, Any]]:
@@ -110,6 +92,7 @@ class Matrix:
         self.base = {kb: self._base(kb_option, data_option, copies.get(kb))
                      for kb, (kb_option, data_option) in self.kbs.items()}
         self._verdicts: dict[Cell, list[str]] = {}
+        self._adapted: dict[Cell, bool] = {}
 
     @staticmethod
     def _base(kb_option: str, data_option: str, copy: dict[str, Any] | None) -> DictConfig:
@@ -131,35 +114,38 @@ class Matrix:
     def config(self, cell: Cell) -> DictConfig:
         """The composed config of ``cell``."""
         cfg = self.base[cell.kb].copy()
-        cfg.env = _option("env", cell.env)
-        cfg.reward = _option("reward", cell.reward)
-        cfg.rollout = _option("rollout", cell.rollout)
-        cfg.objective = _option("objective", OBJECTIVE[cell.rollout])
-        cfg.ranker = None if cell.ranker == "none" else _option("ranker", cell.ranker)
-        cfg.cold_start = _option("cold_start", cell.cold_start)
+        cfg.env = option_node("env", cell.env)
+        cfg.reward = option_node("reward", cell.reward)
+        cfg.rollout = option_node("rollout", cell.rollout)
+        cfg.objective = option_node("objective", OBJECTIVE[cell.rollout])
+        cfg.ranker = None if cell.ranker == "none" else option_node("ranker", cell.ranker)
+        cfg.cold_start = option_node("cold_start", cell.cold_start)
         return cfg
 
     def composition(self, cell: Cell) -> Composition:
         """The declarations of ``cell``'s parts (read from the option files, no config composed)."""
         base = self.base[cell.kb]
-        return Composition.of(env=_option("env", cell.env), rollout=_option("rollout", cell.rollout),
-                              ranker=None if cell.ranker == "none" else _option("ranker", cell.ranker),
-                              reward=_option("reward", cell.reward),
-                              objective=_option("objective", OBJECTIVE[cell.rollout]),
-                              cold_start=_option("cold_start", cell.cold_start),
+        return Composition.of(env=option_node("env", cell.env), rollout=option_node("rollout", cell.rollout),
+                              ranker=None if cell.ranker == "none" else option_node("ranker", cell.ranker),
+                              reward=option_node("reward", cell.reward),
+                              objective=option_node("objective", OBJECTIVE[cell.rollout]),
+                              cold_start=option_node("cold_start", cell.cold_start),
                               ranker_training=base.ranker_training, kb=base.kb, data=base.data)
 
     def judge(self, cell: Cell) -> list[str]:
         """Why ``cell`` is refused (``[]``: allowed)."""
         if cell not in self._verdicts:
-            self._verdicts[cell] = problems(self.composition(cell))
+            c = self.composition(cell)  # read once: the verdict and the adapter flag share it
+            self._verdicts[cell] = problems(c)
+            offered = set(c.space_facts.get("contexts") or ())
+            self._adapted[cell] = bool(c.ranker is not None and offered
+                                       and not offered & set(c.ranker_facts.get("contexts") or ()))
         return self._verdicts[cell]
 
     def adapted(self, cell: Cell) -> bool:
         """Whether ``cell``'s ranker reads the action space's candidates through an adapter."""
-        c = self.composition(cell)
-        offered = set(c.space_facts.get("contexts") or ())
-        return bool(c.ranker is not None and offered and not offered & set(c.ranker_facts.get("contexts") or ()))
+        self.judge(cell)
+        return self._adapted[cell]
 
 
 # ----------------------------------------------------------------------------- playing
@@ -229,7 +215,7 @@ class Player:
     def _ranker(self, ranker: str) -> Any:
         from hydra.utils import instantiate
 
-        return self._once(("ranker", ranker), lambda: None if ranker == "none" else instantiate(_option("ranker", ranker)))
+        return self._once(("ranker", ranker), lambda: None if ranker == "none" else instantiate(option_node("ranker", ranker)))
 
     def _train(self, kb: str) -> list[KBQASample]:
         from hydra.utils import instantiate

@@ -6,10 +6,12 @@ serialised to JSON(L) for trajectories and result files.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import decimal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 TermKind = Literal["uri", "literal", "bnode"]
@@ -191,9 +193,50 @@ class Turn:
     n_observation_tokens: int = 0
 
 
+@dataclass(frozen=True)
+class Episode:
+    """A finished episode as recorded: what the env and the rollout made of one question,
+    scored, with no training tensors. Frozen (its turns are copies): the training batch
+    built from the same rollout (:class:`~kgreason.training.TrainingBatch`) and the
+    record cannot drift apart.
+
+    Make one with :meth:`Trajectory.episode`.
+    """
+
+    sample_id: str
+    prompt: tuple[dict[str, str], ...]
+    turns: tuple[Turn, ...]
+    answer_text: str | None
+    answer: tuple[Entity, ...]
+    reward: float
+    turn_rewards: tuple[float, ...]
+    reward_components: Mapping[str, float]
+    global_reward: float | None
+    meta: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields, as :meth:`Trajectory.to_dict` writes them (less the tokens).
+
+        >>> Trajectory("q", reward_components={"f1": 1.0}).episode().to_dict()["reward_components"]
+        {'f1': 1.0}
+        """
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["prompt"] = [dict(m) for m in self.prompt]
+        d["turns"] = [dataclasses.asdict(t) for t in self.turns]
+        d["answer"] = [dataclasses.asdict(e) for e in self.answer]
+        d["turn_rewards"] = list(self.turn_rewards)
+        d["reward_components"] = dict(self.reward_components)
+        d["meta"] = copy.deepcopy(dict(self.meta))
+        return d
+
+
 @dataclass
 class Trajectory:
-    """One episode of an agent on one sample.
+    """One episode of an agent on one sample, as the env and the rollout build it.
+
+    It is the working record: the env appends turns, the rollout token fields, the
+    experience source the reward. Training reads its token fields; what is kept of it is
+    an immutable :class:`Episode` (:meth:`episode`).
 
     Token-level fields (filled by the rollout): ``token_ids``, ``loss_mask`` (1 = policy
     token, 0 = prompt or environment text) and ``turn_index`` (turn of each token, -1
@@ -236,6 +279,22 @@ class Trajectory:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def episode(self) -> Episode:
+        """This trajectory as a frozen :class:`Episode` (turns copied, token fields left out).
+
+        >>> t = Trajectory("q", turns=[Turn("<answer>A</answer>", is_answer=True)], reward=1.0)
+        >>> e = t.episode()
+        >>> t.turns[0].text = "changed"
+        >>> e.turns[0].text, e.reward
+        ('<answer>A</answer>', 1.0)
+        """
+        return Episode(self.sample_id, tuple(dict(m) for m in self.prompt),
+                       tuple(dataclasses.replace(t, actions=list(t.actions), entities=list(t.entities),
+                                                 relations=list(t.relations)) for t in self.turns),
+                       self.answer_text, tuple(self.answer), self.reward, tuple(self.turn_rewards),
+                       MappingProxyType(dict(self.reward_components)), self.global_reward,
+                       MappingProxyType(dict(self.meta)))
 
 
 # ---------------------------------------------------------------- payloads

@@ -27,7 +27,7 @@ def matrix(tmp_path_factory) -> Matrix:
 
 
 def _overrides(cell) -> list[str]:
-    kb, data = {"demo": ("demo", "demo"), "tsv": ("tsv", "demo"), "rdf": ("rdf_file", "demo"),
+    kb, data = {"demo": ("demo", "demo"), "tsv": ("tsv", "demo"), "rdf": ("rdf", "demo"),
                 "metaqa": ("metaqa", "metaqa_1hop")}[cell.kb]
     return ["preset=smoke", f"env={cell.env}", f"reward={cell.reward}", f"rollout={cell.rollout}",
             f"objective={OBJECTIVE[cell.rollout]}", f"cold_start={cell.cold_start}", f"kb={kb}", f"data={data}",

@@ -42,7 +42,7 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.models.compat import cache_kwargs
-from kgreason.rollout import CTranslate2Engine, Engine, HFEngine, MultiTurnRollout
+from kgreason.rollout import CT2Engine, Engine, HFEngine, MultiTurnRollout
 from kgreason.rollout.kv_cache import GrowingCache
 
 
@@ -91,7 +91,7 @@ def make_engine(name: str, policy: CausalLMPolicy) -> Engine:
     if name == "hf":
         return HFEngine(policy)
     if name.startswith("ct2-"):
-        return CTranslate2Engine(policy, compute_type=name[4:])
+        return CT2Engine(policy, compute_type=name[4:])
     raise SystemExit(f"unknown engine {name!r}: hf, ct2-float32, ct2-int8_float32, ct2-int8")
 
 
@@ -122,7 +122,7 @@ def compare_engines(policy: CausalLMPolicy, names: list[str], sizes: list[int], 
               " | ".join(f"{v / speeds[0]:.2f}x" for v in speeds[1:]) + " |")
     for name in names:
         eng = engines[name]
-        if isinstance(eng, CTranslate2Engine):
+        if isinstance(eng, CT2Engine):
             t0 = time.perf_counter()
             with torch.no_grad():  # an RL update: the adapters change in place
                 next(p for p in policy.parameters()).add_(0.0)

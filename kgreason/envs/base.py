@@ -12,7 +12,7 @@ import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from kgreason.declarations import declare
 from kgreason.envs.text import TokenCounter, approx_tokens, boxed, last_tag, split_answer
@@ -74,19 +74,49 @@ class StepResult:
         return self.answer_text is not None
 
 
+S = TypeVar("S")
+
+
 @dataclass
 class EpisodeState:
-    """Per-episode state shared by env and action space."""
+    """Per-episode state shared by env and action space.
+
+    Attributes:
+        sample: the question.
+        kb: the KB this episode asks (an action space may narrow it to the question's
+            subgraph in :meth:`ActionSpace.init_state`).
+        turn, done: the turn number and whether the episode ended.
+        issued: queries issued so far.
+        space_state: the action space's own typed state (its tree, bound variables,
+            expressions), set by its ``init_state``; read it with :meth:`of`.
+    """
 
     sample: KBQASample
     kb: KnowledgeBase
     turn: int = 0
     done: bool = False
     issued: set[str] = field(default_factory=set)
-    extra: dict[str, Any] = field(default_factory=dict)
+    space_state: Any = None
     _known: dict[str, list[str]] = field(default_factory=dict, repr=False)
     #: self-named ids shown but not yet indexed (see :meth:`remember_self_named`)
     _pending: list[tuple[str, ...]] = field(default_factory=list, repr=False)
+
+    def of(self, kind: type[S]) -> S:
+        """The action space's state, checked to be a ``kind`` (a teacher or reward written
+        for one space gets a clear error, not a ``KeyError``, on another).
+
+        >>> st = EpisodeState(KBQASample("q", "?"), kb=None, space_state=[1])
+        >>> st.of(list)
+        [1]
+        >>> st.of(dict)
+        Traceback (most recent call last):
+        ...
+        kgreason.errors.EnvError: this episode's action-space state is a list, not a dict: a part written for another action space was given this one
+        """
+        if not isinstance(self.space_state, kind):
+            raise EnvError(f"this episode's action-space state is a {type(self.space_state).__name__}, not a "
+                           f"{kind.__name__}: a part written for another action space was given this one")
+        return self.space_state
 
     @property
     def known(self) -> dict[str, list[str]]:
@@ -171,8 +201,19 @@ class ActionSpace(abc.ABC):
                 return inner if inner is not None else ans
         return boxed(text)
 
+    def format_ok(self, text: str) -> bool:
+        """Whether one policy message follows this space's grammar (format rewards ask
+        this instead of re-implementing the tags; default: it answers or parses)."""
+        return self.extract_answer(text) is not None or not isinstance(self.parse(text), ParseError)
+
+    def response_format_ok(self, texts: Sequence[str]) -> bool:
+        """Whether a whole response (the policy's messages of one episode, in order)
+        follows the grammar (default: every message does)."""
+        return bool(texts) and all(self.format_ok(t) for t in texts)
+
     def init_state(self, state: EpisodeState) -> None:  # noqa: B027 - optional hook
-        """Prepare per-episode state (e.g. pick the sample's subgraph)."""
+        """Prepare per-episode state: set ``state.space_state`` to this space's typed state,
+        narrow ``state.kb`` to the sample's subgraph."""
 
     def last_turn_note(self) -> str:
         return "This is your last turn: give your final answer inside <answer>...</answer> now."
@@ -210,10 +251,6 @@ class KGEnv:
         self.resolve_answers = resolve_answers
         self.state: EpisodeState | None = None
         self.trajectory: Trajectory | None = None
-        #: a note shown after the opening prompt but not recorded in the trajectory: KBQA-R1's
-        #: referenced rejection sampling shows a teacher the gold actions and keeps the
-        #: episode without them
-        self.reference: str | None = None
 
     @property
     def stop_sequences(self) -> tuple[str, ...]:
@@ -231,9 +268,6 @@ class KGEnv:
                 self.state.remember(e.name, e.id)
         messages = self._reset(sample)
         self.trajectory = Trajectory(sample_id=sample.id, prompt=messages)
-        if self.reference:
-            last = messages[-1]
-            return [*messages[:-1], {**last, "content": f"{last['content']}\n\n{self.reference}"}]
         return messages
 
     def step(self, policy_text: str) -> StepResult:
@@ -301,9 +335,7 @@ class KGEnv:
         twin = copy.copy(self)
         shared: dict[int, Any] = {id(self.kb): self.kb, id(self.state.sample): self.state.sample,
                                   id(self.action_space): self.action_space}
-        for v in self.state.extra.values():
-            if isinstance(v, KnowledgeBase):
-                shared[id(v)] = v
+        shared[id(self.state.kb)] = self.state.kb  # a question's subgraph, when the space narrowed it
         twin.state = copy.deepcopy(self.state, memo=dict(shared))
         twin.trajectory = copy.deepcopy(self.trajectory)
         return twin

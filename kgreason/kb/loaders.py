@@ -112,7 +112,7 @@ def _with_names(triples: Iterable[TripleLike], schema: KBSchema) -> Iterator[Tri
 
 def load_rdf_kb(path: str | Path, format: str | None = None, schema: KBSchema | str = FREEBASE,
                 **kw) -> OxigraphKB:
-    """N-Triples / Turtle / N-Quads file into an embedded Oxigraph store (``kb=rdf_file``).
+    """N-Triples / Turtle / N-Quads file into an embedded Oxigraph store (``kb=rdf``).
 
     Raises:
         DatasetError: the file does not exist.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +46,24 @@ class RewardFn(Protocol):
 
 
 REWARDS: Registry[RewardFn] = Registry("reward")
+
+
+def message_format(ctx: Mapping[str, Any], default: Callable[[str], bool]) -> Callable[[str], bool]:
+    """The grammar a format reward scores one message against: the episode's action
+    space's (``ctx["space"]``, which the experience sources pass), else ``default`` (the
+    paper's tags, for a reward called on its own).
+
+    >>> message_format({}, str.isupper)("AB")
+    True
+    """
+    space = ctx.get("space")
+    return space.format_ok if space is not None else default
+
+
+def response_format(ctx: Mapping[str, Any], default: Callable[[Sequence[str]], bool]) -> Callable[[Sequence[str]], bool]:
+    """:func:`message_format` for a whole response (the space's ``response_format_ok``)."""
+    space = ctx.get("space")
+    return space.response_format_ok if space is not None else default
 
 
 def register(name: str, *, rollout: str | None = None,

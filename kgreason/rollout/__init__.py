@@ -1,10 +1,10 @@
 """Generation engines and rollouts (design §8, docs/design.md)."""
 
-from kgreason.rollout.ct2 import CTranslate2Engine
+from kgreason.rollout.ct2 import CT2Engine
 from kgreason.rollout.engine import Engine, Generation, HFEngine
 from kgreason.rollout.multiturn import MultiTurnRollout, RolloutStats
 from kgreason.rollout.tree import Tree, TreeNode, TreeRollout, TreeStats
 from kgreason.rollout.vllm import VLLMEngine
 
-__all__ = ["CTranslate2Engine", "Engine", "Generation", "HFEngine", "MultiTurnRollout", "RolloutStats", "Tree", "TreeNode",
+__all__ = ["CT2Engine", "Engine", "Generation", "HFEngine", "MultiTurnRollout", "RolloutStats", "Tree", "TreeNode",
            "TreeRollout", "TreeStats", "VLLMEngine"]

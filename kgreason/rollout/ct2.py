@@ -90,7 +90,7 @@ def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quant
 MIN_STATIC_PREFIX = 16  # shorter shared prefixes are not worth a separate encoding pass
 
 
-class CTranslate2Engine(Engine):
+class CT2Engine(Engine):
     """:class:`~kgreason.rollout.Engine` on a CTranslate2 copy of the policy.
 
     Args:

@@ -1,9 +1,10 @@
-"""Trajectories → padded tensors."""
+"""Trajectories → padded tensors: :func:`collate` (SFT) and :class:`TrainingBatch` (RL)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -36,6 +37,61 @@ def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None
     out["truncated"] = torch.tensor(sum(len(t.token_ids) > k for t, k in zip(trajs, lens, strict=True)))
     out["sample_ids"] = [t.sample_id for t in trajs]
     return out
+
+
+@dataclass
+class TrainingBatch:
+    """What one RL update learns from: the padded sequences of an iteration's kept samples,
+    their groups, rewards and per-token advantages (and, once computed, the old and the
+    reference log-probs). The recorded episodes are :class:`~kgreason.types.Episode`.
+
+    Shapes:
+        - input_ids, attention_mask, turn_index: ``[N, L]`` (long; ``turn_index`` -1 on the
+          prompt and on padding)
+        - loss_mask, advantages, old_logp, ref_logp: ``[N, L]`` (float)
+        - index (group of each row), rewards: ``[N]``
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+    turn_index: torch.Tensor
+    advantages: torch.Tensor
+    index: torch.Tensor
+    rewards: torch.Tensor
+    sample_ids: list[str]
+    truncated: int = 0
+    old_logp: torch.Tensor | None = None
+    ref_logp: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, trajs: Sequence[Trajectory], index: Sequence[int], advantages_of, pad_id: int,
+           max_len: int | None = None) -> TrainingBatch:
+        """Collate ``trajs`` (:func:`collate`) and spread their per-turn advantages over the
+        tokens with ``advantages_of(turn_index, loss_mask) -> [N, L]``."""
+        d = collate(trajs, pad_id, max_len)
+        return cls(d["input_ids"], d["attention_mask"], d["loss_mask"], d["turn_index"],
+                   advantages_of(d["turn_index"], d["loss_mask"]), torch.tensor(list(index), dtype=torch.long),
+                   torch.tensor([t.reward for t in trajs], dtype=torch.float32), d["sample_ids"], int(d["truncated"]))
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def rows(self, idx: torch.Tensor) -> TrainingBatch:
+        """The rows ``idx`` (a mini-batch), every tensor field cut alike.
+
+        >>> b = TrainingBatch(*(torch.arange(6).view(3, 2),) * 5, torch.arange(3), torch.zeros(3), ["a", "b", "c"])
+        >>> mb = b.rows(torch.tensor([2, 0]))
+        >>> mb.input_ids.tolist(), mb.sample_ids, len(mb)
+        ([[4, 5], [0, 1]], ['c', 'a'], 2)
+        """
+        keep = idx.tolist()
+        return replace(self, sample_ids=[self.sample_ids[i] for i in keep],
+                       **{f.name: v[idx] for f in fields(self) if isinstance(v := getattr(self, f.name), torch.Tensor)})
+
+    def to(self, device: torch.device | str) -> TrainingBatch:
+        return replace(self, **{f.name: v.to(device) for f in fields(self)
+                                if isinstance(v := getattr(self, f.name), torch.Tensor)})
 
 
 class LengthGroupedBatches(Sampler[list[int]]):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kgreason.data.splits import sample_subset
 from kgreason.declarations import declare
@@ -27,6 +27,9 @@ from kgreason.envs.base import KGEnv
 from kgreason.errors import ConfigError
 from kgreason.eval.metrics import matches
 from kgreason.types import KBQASample, Trajectory
+
+if TYPE_CHECKING:  # the protocol module loads torch; cold starts are read by the config check
+    from kgreason.models.protocol import Policy
 
 
 def episode_tokens(traj: Trajectory, chat_ids: Callable[[list[dict[str, str]]], list[int]], tokenizer) -> Trajectory:
@@ -89,7 +92,7 @@ class ColdStart:
         self.balance = balance
         self.seed = seed
 
-    def __call__(self, train: Sequence[KBQASample], make_env: Callable[[], KGEnv], policy) -> list[Trajectory]:
+    def __call__(self, train: Sequence[KBQASample], make_env: Callable[[], KGEnv], policy: Policy) -> list[Trajectory]:
         pool = sample_subset(train, self.limit, self.seed + 2)
         trajs = self.build(pool, make_env, policy)
         if self.balance:
@@ -97,7 +100,7 @@ class ColdStart:
             trajs = balance(trajs, key=lambda t: group[t.sample_id], seed=self.seed)
         return trajs
 
-    def build(self, samples: Sequence[KBQASample], make_env: Callable[[], KGEnv], policy) -> list[Trajectory]:
+    def build(self, samples: Sequence[KBQASample], make_env: Callable[[], KGEnv], policy: Policy) -> list[Trajectory]:
         raise NotImplementedError
 
     def __repr__(self) -> str:

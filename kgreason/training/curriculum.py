@@ -21,7 +21,7 @@ def hop_level(sample: KBQASample) -> int:
     return 0 if hops <= 1 else 1 if hops == 2 else 2
 
 
-class CurriculumStream(IterableDataset):
+class StagedStream(IterableDataset):
     """Batches of questions whose difficulty grows in stages (easy → + medium → + hard).
 
     Stage ``s`` (0-based) draws from every level ``≤ s``, so earlier levels stay in the

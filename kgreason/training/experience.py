@@ -10,7 +10,8 @@ and groups; the module filters groups, computes advantages and updates:
   parent's context masked, its own action trained), siblings form a group (ISP/DTPO).
 
 Both score with any reward of the ``(trajectory, sample, **ctx) -> RewardOutput``
-protocol; a tree passes ``tree=`` and ``node=`` in ``ctx`` so node rewards (DTPO's
+protocol, with ``step=`` and ``space=`` (the episode's action space, whose grammar
+format rewards ask) in ``ctx``; a tree passes ``tree=`` and ``node=`` too so node rewards (DTPO's
 progress and max-aggregated outcome) are registered rewards like the others.
 """
 
@@ -24,11 +25,12 @@ from typing import Any, Protocol, runtime_checkable
 from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
 from kgreason.eval.metrics import precision_recall_f1
+from kgreason.models.protocol import Policy
 from kgreason.rewards.base import RewardFn, RewardOutput
 from kgreason.rollout.engine import Engine
 from kgreason.rollout.multiturn import MultiTurnRollout
 from kgreason.rollout.tree import Tree, TreeRollout
-from kgreason.types import KBQASample, Trajectory
+from kgreason.types import Episode, KBQASample, Trajectory
 
 
 @dataclass
@@ -40,14 +42,14 @@ class Experience:
             ``turn_rewards`` and ``reward_components`` filled in).
         index: group id of each sample (advantages compare samples of one group).
         n_turns: turns of each sample that carry advantages (1 for a tree node).
-        episodes: the complete episodes to record (for a tree, its root-to-leaf paths).
+        episodes: the complete episodes to record, frozen (for a tree, its root-to-leaf paths).
         logs: metrics of the rollout (``train/...``, ``reward/...``).
     """
 
     samples: list[Trajectory]
     index: list[int]
     n_turns: list[int]
-    episodes: list[Trajectory]
+    episodes: list[Episode]
     logs: dict[str, float] = field(default_factory=dict)
 
     def select(self, keep: Sequence[int]) -> Experience:
@@ -75,7 +77,7 @@ def filter_groups(exp: Experience, group_size: int | None = None, drop_zero_vari
         seed: the subsampling's random seed (the module passes the iteration).
 
     >>> ts = [Trajectory(sample_id=str(i), prompt=[], reward=r) for i, r in enumerate([1.0, 0.0, 0.5, 0.5])]
-    >>> out = filter_groups(Experience(ts, [0, 0, 1, 1], [1] * 4, ts), drop_zero_variance=True)
+    >>> out = filter_groups(Experience(ts, [0, 0, 1, 1], [1] * 4, []), drop_zero_variance=True)
     >>> [t.sample_id for t in out.samples], out.index
     (['0', '1'], [0, 0])
     """
@@ -149,7 +151,7 @@ class LinearExperience:
         self.n_rollouts = n_rollouts
 
     @classmethod
-    def build(cls, engine: Engine, policy: Any, reward: RewardFn, max_new_tokens: int = 256,
+    def build(cls, engine: Engine, policy: Policy, reward: RewardFn, max_new_tokens: int = 256,
               n_rollouts: int = 4, max_response_tokens: int | None = None) -> LinearExperience:
         """A lock-step rollout on ``engine`` with ``policy``'s tokenizer and chat template."""
         return cls(MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens, max_response_tokens),
@@ -158,9 +160,11 @@ class LinearExperience:
     def collect(self, batch: Sequence[KBQASample], make_env: Callable[[], KGEnv], step: int) -> Experience:
         samples = [s for s in batch for _ in range(self.n_rollouts)]
         index = [i for i in range(len(batch)) for _ in range(self.n_rollouts)]
-        trajs, stats = self.rollout.run([make_env() for _ in samples], samples)
-        for t, s in zip(trajs, samples, strict=True):
-            _score(t, self.reward(t, s, step=step))
+        envs = [make_env() for _ in samples]
+        trajs, stats = self.rollout.run(envs, samples)
+        for t, s, env in zip(trajs, samples, envs, strict=True):
+            # space=: format rewards ask the action space for its grammar
+            _score(t, self.reward(t, s, step=step, space=env.action_space))
         n = len(trajs)
         f1s = [precision_recall_f1(t.answer, s.answers)[2] for t, s in zip(trajs, samples, strict=True)]
         logs = {
@@ -175,7 +179,7 @@ class LinearExperience:
             "train/distinct_final_calls": distinct_final_calls(trajs, index),
             **component_logs(trajs),
         }
-        return Experience(trajs, index, [len(t.turns) for t in trajs], trajs, logs)
+        return Experience(trajs, index, [len(t.turns) for t in trajs], [t.episode() for t in trajs], logs)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_rollouts={self.n_rollouts}, reward={self.reward!r})"
@@ -216,7 +220,7 @@ class TreeExperience:
         self.reward = reward
 
     @classmethod
-    def build(cls, engine: Engine, policy: Any, reward: RewardFn, max_new_tokens: int = 256,
+    def build(cls, engine: Engine, policy: Policy, reward: RewardFn, max_new_tokens: int = 256,
               n_rollouts: int = 8, prune: bool = True, dedup_failures: bool = False,
               max_active: int | None = None, max_response_tokens: int | None = None) -> TreeExperience:
         """A tree rollout with K = ``n_rollouts`` branches per node (see
@@ -226,12 +230,13 @@ class TreeExperience:
                                prune=prune, dedup_failures=dedup_failures, max_active=max_active), reward)
 
     def collect(self, batch: Sequence[KBQASample], make_env: Callable[[], KGEnv], step: int) -> Experience:
-        trees, stats = self.rollout.run([make_env() for _ in batch], batch)
+        envs = [make_env() for _ in batch]
+        trees, stats = self.rollout.run(envs, batch)
         samples: list[Trajectory] = []
         index: list[int] = []
         gid = 0
-        for tree in trees:
-            rewards = node_rewards(tree, self.reward, step=step)
+        for tree, env in zip(trees, envs, strict=True):
+            rewards = node_rewards(tree, self.reward, step=step, space=env.action_space)
             for _, children in tree.groups().items():
                 for c in children:
                     t = step_sample(tree, c.id)
@@ -246,7 +251,7 @@ class TreeExperience:
             t = tree.trajectory(leaf.id)
             t.reward = precision_recall_f1(t.answer, tree.sample.answers)[2] if leaf.answered else 0.0
             best[k] = max(best.get(k, 0.0), t.reward)
-            episodes.append(t)
+            episodes.append(t.episode())
         logs: dict[str, float] = {
             "train/f1": sum(e.reward for e in episodes) / max(1, len(episodes)),
             "train/best_f1": sum(best.get(k, 0.0) for k in range(len(trees))) / len(trees),

@@ -55,7 +55,7 @@ def hard_cases(samples: Sequence[KBQASample], threshold: float, min_hops: int = 
     return [s for s in samples if sample_hops(s) >= min_hops and s.meta.get(SFT_LOSS, float("-inf")) > threshold]
 
 
-class HardCaseStream(IterableDataset):
+class HardCasesStream(IterableDataset):
     """Shuffled batches over every question for ``full_passes`` passes, then over the hard cases.
 
     The hard cases are :func:`hard_cases` of the questions when the stream is built (the

@@ -13,7 +13,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,9 @@ import torch
 from torch.utils.data import IterableDataset
 
 from kgreason.envs.base import KGEnv
-from kgreason.models.policy import CausalLMPolicy, first_loss_position
+from kgreason.models.policy import first_loss_position
 from kgreason.models.precision import Bf16Setting, resolve_bf16
+from kgreason.models.protocol import TrainablePolicy, check_policy
 from kgreason.rl import (
     AdvantageBatch,
     aggregation_units,
@@ -31,9 +32,9 @@ from kgreason.rl import (
     policy_loss,
     token_advantages,
 )
-from kgreason.training.batching import collate
+from kgreason.training.batching import TrainingBatch
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
-from kgreason.types import KBQASample, Trajectory
+from kgreason.types import Episode, KBQASample, Trajectory
 
 
 @dataclass
@@ -77,7 +78,7 @@ class RLConfig:
 ITERATION_KEY = "rl_iteration"
 
 
-class PromptStream(IterableDataset):
+class UniformStream(IterableDataset):
     """Endless shuffled batches of questions (one batch per training step).
 
     ``start`` skips that many batches (a resumed run goes on with the questions an
@@ -105,18 +106,18 @@ class PromptStream(IterableDataset):
 
 
 class JsonlSink:
-    """Appends trajectories to a JSON-lines file, flushed after every batch (crash-safe)."""
+    """Appends episodes to a JSON-lines file, flushed after every batch (crash-safe)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def __call__(self, trajs: Sequence[Trajectory], step: int, stage: str) -> None:
+    def __call__(self, episodes: Sequence[Episode | Trajectory], step: int, stage: str) -> None:
         lines = []
-        for t in trajs:
-            d = asdict(t)
+        for t in episodes:
+            d = t.to_dict()
             for k in ("token_ids", "loss_mask", "turn_index"):
-                d.pop(k)  # large and re-derivable; the text is kept
+                d.pop(k, None)  # large and re-derivable; the text is kept
             lines.append(json.dumps({"step": step, "stage": stage, **d}, ensure_ascii=False, default=str) + "\n")
         # one appending write per batch: data-parallel processes share the file
         with self.path.open("a", encoding="utf-8") as f:
@@ -143,7 +144,7 @@ class RLLitModule(L.LightningModule):
     reference, − entropy bonus) follow, with gradient clipping.
 
     Args:
-        policy: the policy (LoRA or full).
+        policy: the policy (LoRA or full): any :class:`~kgreason.models.TrainablePolicy`.
         source: where experience comes from (:class:`~kgreason.training.LinearExperience`,
             :class:`~kgreason.training.TreeExperience`, or your own).
         make_env: builds a fresh environment (one per rollout).
@@ -152,13 +153,14 @@ class RLLitModule(L.LightningModule):
         hparams: more to save as hyper-parameters (the runner gives its whole config).
     """
 
-    def __init__(self, policy: CausalLMPolicy, source: ExperienceSource, make_env: Callable[[], KGEnv],
+    def __init__(self, policy: TrainablePolicy, source: ExperienceSource, make_env: Callable[[], KGEnv],
                  config: RLConfig | None = None,
-                 sink: Callable[[Sequence[Trajectory], int, str], None] | None = None,
+                 sink: Callable[[Sequence[Episode], int, str], None] | None = None,
                  hparams: Mapping[str, Any] | None = None):
         super().__init__()
         # in every Lightning checkpoint (``hyper_parameters``) and given to every logger
         self.save_hyperparameters({"rl": _plain(config or RLConfig()), **(hparams or {})})
+        check_policy(policy, TrainablePolicy)
         if not isinstance(source, ExperienceSource):
             raise TypeError(f"source must have collect(batch, make_env, step), got {type(source).__name__}")
         self.automatic_optimization = False
@@ -237,9 +239,9 @@ class RLLitModule(L.LightningModule):
             data = self.make_batch(kept)
             with torch.no_grad(), self.policy.autocast(self.bf16):
                 if not self.cfg.on_policy:
-                    data["old_logp"] = self._logp_chunks(data, self.policy.token_logprobs)
+                    data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)
                 if self.cfg.kl_coef:
-                    data["ref_logp"] = self._logp_chunks(data, self.policy.reference_logprobs)
+                    data.ref_logp = self._logp_chunks(data, self.policy.reference_logprobs)
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/iteration"] = float(self.iteration)
@@ -259,8 +261,9 @@ class RLLitModule(L.LightningModule):
         if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
             self.trainer.should_stop = True
 
-    def make_batch(self, exp: Experience) -> dict[str, torch.Tensor]:
-        """Collated training tensors of ``exp`` with per-token ``advantages``."""
+    def make_batch(self, exp: Experience) -> TrainingBatch:
+        """The :class:`~kgreason.training.TrainingBatch` of ``exp``, with per-token advantages,
+        on the policy's device."""
         trajs = exp.samples
         adv_in = AdvantageBatch(
             rewards=torch.tensor([t.reward for t in trajs]),
@@ -272,21 +275,21 @@ class RLLitModule(L.LightningModule):
             n_turns=list(exp.n_turns),
         )
         per_turn = self.estimator(adv_in, **(self.cfg.advantage_kwargs or {}))
-        data = collate(trajs, self.policy.tokenizer.pad_token_id, self.cfg.max_len)
-        data["advantages"] = token_advantages(per_turn, data["turn_index"], data["loss_mask"])
+        batch = TrainingBatch.of(trajs, exp.index, lambda ti, lm: token_advantages(per_turn, ti, lm),
+                                 self.policy.tokenizer.pad_token_id, self.cfg.max_len)
         # to the policy's device (a GPU run): the batch is built here, not by a data loader
-        return {k: v.to(self.policy.device) if isinstance(v, torch.Tensor) else v for k, v in data.items()}
+        return batch.to(self.policy.device)
 
-    def _logp_chunks(self, data: dict[str, torch.Tensor], fn) -> torch.Tensor:
+    def _logp_chunks(self, data: TrainingBatch, fn) -> torch.Tensor:
         out = []
-        for i in range(0, data["input_ids"].shape[0], self.cfg.mini_batch_size):
+        for i in range(0, len(data), self.cfg.mini_batch_size):
             sl = slice(i, i + self.cfg.mini_batch_size)
-            r = fn(data["input_ids"][sl], data["attention_mask"][sl],
-                   from_pos=first_loss_position(data["loss_mask"][sl]), loss_mask=data["loss_mask"][sl])
+            r = fn(data.input_ids[sl], data.attention_mask[sl],
+                   from_pos=first_loss_position(data.loss_mask[sl]), loss_mask=data.loss_mask[sl])
             out.append(r[0] if isinstance(r, tuple) else r)
         return torch.cat(out).detach()
 
-    def _update(self, data: dict[str, torch.Tensor] | None) -> dict[str, float]:
+    def _update(self, data: TrainingBatch | None) -> dict[str, float]:
         """``ppo_epochs`` passes of mini-batch updates over ``data`` (None: no rows here).
 
         Under data parallelism ``mini_batch_size`` counts rows over all processes, every
@@ -298,7 +301,7 @@ class RLLitModule(L.LightningModule):
         cfg = self.cfg
         opt = self.optimizers()
         _, world = self._world
-        n = 0 if data is None else data["input_ids"].shape[0]
+        n = 0 if data is None else len(data)
         size = max(1, -(-cfg.mini_batch_size // world))
         steps = -(-n // size)
         if world > 1:
@@ -308,29 +311,28 @@ class RLLitModule(L.LightningModule):
             perm = torch.randperm(n)
             for j in range(steps):
                 idx = perm[j * size : (j + 1) * size]
-                mb = {} if data is None else {k: v[idx] for k, v in data.items()
-                                              if isinstance(v, torch.Tensor) and v.dim() == 2}
+                mb = None if data is None or not len(idx) else data.rows(idx)
                 if world > 1:
-                    units = aggregation_units(cfg.agg, mb["loss_mask"]) if len(idx) else 0.0
+                    units = aggregation_units(cfg.agg, mb.loss_mask) if mb is not None else 0.0
                     total = self._reduce(units, "sum")
                 else:  # one process: any aggregation, registered or not, weight 1
-                    units = total = float(mb["loss_mask"].sum())
+                    units = total = float(mb.loss_mask.sum()) if mb is not None else 0.0
                 if total == 0:
                     continue  # no process has a token to learn from: no update anywhere
-                if units == 0:
+                if units == 0 or mb is None:
                     # nothing here, but the gradient all-reduce needs this process: a zero loss
                     loss, m = sum(p.sum() for p in self.policy.parameters()) * 0.0, {}
                 else:
                     # entropy is always logged; it needs a graph only when it is in the loss
                     with self.policy.autocast(self.bf16):
-                        logp, ent = self.policy.token_logprobs(mb["input_ids"], mb["attention_mask"],
+                        logp, ent = self.policy.token_logprobs(mb.input_ids, mb.attention_mask,
                                                                with_entropy=True, entropy_grad=cfg.entropy_coef > 0,
-                                                               from_pos=first_loss_position(mb["loss_mask"]),
-                                                               loss_mask=mb["loss_mask"])
+                                                               from_pos=first_loss_position(mb.loss_mask),
+                                                               loss_mask=mb.loss_mask)
                     loss, m = policy_loss(
-                        logp, mb.get("old_logp", logp.detach()), mb["advantages"], mb["loss_mask"],
+                        logp, mb.old_logp if mb.old_logp is not None else logp.detach(), mb.advantages, mb.loss_mask,
                         clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
-                        ref_logp=mb.get("ref_logp"), kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
+                        ref_logp=mb.ref_logp, kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
                         entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
                     m["loss"] = float(loss.detach())
                 opt.zero_grad()

@@ -9,10 +9,11 @@ import lightning as L
 import torch
 from torch import Tensor
 
-from kgreason.models.policy import CausalLMPolicy, first_loss_position
+from kgreason.models.policy import first_loss_position
+from kgreason.models.protocol import TrainablePolicy, check_policy
 
 
-def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor], weights: Tensor | None = None) -> Tensor:
+def masked_nll(policy: TrainablePolicy, batch: dict[str, Tensor], weights: Tensor | None = None) -> Tensor:
     """Mean negative log-likelihood of the tokens whose loss mask is 1, optionally weighted.
 
     Shapes: batch tensors and ``weights`` ``[N, L]`` → scalar.
@@ -20,7 +21,7 @@ def masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor], weights: Tensor
     return _masked_nll(policy, batch, weights)[0]
 
 
-def _masked_nll(policy: CausalLMPolicy, batch: dict[str, Tensor],
+def _masked_nll(policy: TrainablePolicy, batch: dict[str, Tensor],
                 weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The batch's (weighted) mean NLL and each sequence's unweighted mean NLL (detached).
 
@@ -77,13 +78,14 @@ class SFTLitModule(L.LightningModule):
         hparams: more to save as hyper-parameters (the runner gives its whole config).
     """
 
-    def __init__(self, policy: CausalLMPolicy, lr: float = 1e-4, weight_decay: float = 0.0,
+    def __init__(self, policy: TrainablePolicy, lr: float = 1e-4, weight_decay: float = 0.0,
                  opening_weight: float = 1.0, opening_skip: int = 0, opening_tokens: int = 0,
                  lr_lambda: Callable[[int], float] | None = None, bf16: bool = False,
                  hparams: Mapping[str, Any] | None = None):
         super().__init__()
         # given to every logger (hparams.yaml beside metrics.csv, TensorBoard, W&B config)
         self.save_hyperparameters({"sft": {"lr": lr, "weight_decay": weight_decay, "bf16": bf16}, **(hparams or {})})
+        check_policy(policy, TrainablePolicy)
         self.bf16 = bf16
         self.policy = policy
         self.model = policy.model  # registered so Lightning moves and checkpoints it

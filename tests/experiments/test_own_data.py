@@ -1,4 +1,4 @@
-"""One's own KB and questions through config alone (`kb=rdf_file|tsv|sparql_endpoint`,
+"""One's own KB and questions through config alone (`kb=rdf|tsv|sparql_endpoint`,
 `data=jsonl`), on the example files of docs/data.md."""
 
 from __future__ import annotations
@@ -32,21 +32,21 @@ def _capitals_checks(kb) -> None:
     assert sorted(kb.relations()) == ["capital_of", "continent", "official_language"]
 
 
-def test_kb_rdf_file_with_its_own_namespaces():
-    cfg = compose_config(["kb=rdf_file", f"kb.path={EXAMPLES / 'capitals.ttl'}", SCHEMA])
+def test_kb_rdf_with_its_own_namespaces():
+    cfg = compose_config(["kb=rdf", f"kb.path={EXAMPLES / 'capitals.ttl'}", SCHEMA])
     kb = instantiate(cfg.kb)
     assert isinstance(kb, OxigraphKB)
     _capitals_checks(kb)
     assert kb.names(["North_America"]) == {"North_America": "North America"}
 
 
-def test_kb_rdf_file_errors_name_the_value(tmp_path):
+def test_kb_rdf_errors_name_the_value(tmp_path):
     with pytest.raises(MissingMandatoryValue, match="kb.path"):
-        instantiate(compose_config(["kb=rdf_file"]).kb)
+        instantiate(compose_config(["kb=rdf"]).kb)
     with pytest.raises(Exception, match="RDF file not found: .*nowhere.ttl"):
-        instantiate(compose_config(["kb=rdf_file", f"kb.path={tmp_path / 'nowhere.ttl'}"]).kb)
+        instantiate(compose_config(["kb=rdf", f"kb.path={tmp_path / 'nowhere.ttl'}"]).kb)
     with pytest.raises(Exception, match="unknown KB schema 'wikidata'; valid: freebase, generic, metaqa"):
-        instantiate(compose_config(["kb=rdf_file", f"kb.path={EXAMPLES / 'capitals.ttl'}", "kb.schema=wikidata"]).kb)
+        instantiate(compose_config(["kb=rdf", f"kb.path={EXAMPLES / 'capitals.ttl'}", "kb.schema=wikidata"]).kb)
 
 
 def test_kb_tsv_names_every_entity_by_its_id():
@@ -123,7 +123,7 @@ def test_metaqa_paths_do_not_depend_on_the_working_directory(monkeypatch, tmp_pa
 def test_a_method_trains_on_ones_own_kb_and_questions(tmp_path):
     """The docs/data.md command: every stage on capitals.ttl + capitals.jsonl."""
     out = tmp_path / "own"
-    p = run("method=kg_r1", "preset=smoke", "kb=rdf_file", f"kb.path={EXAMPLES / 'capitals.ttl'}", SCHEMA,
+    p = run("method=kg_r1", "preset=smoke", "kb=rdf", f"kb.path={EXAMPLES / 'capitals.ttl'}", SCHEMA,
             "data=jsonl", *QUESTIONS, f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "SFT on 8 cold-start trajectories" in (out / "run.log").read_text()  # the oracle walked our KB

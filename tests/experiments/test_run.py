@@ -223,7 +223,7 @@ def test_kg_reasoner_smoke_run_trains_its_ranker_first(tmp_path):
     losses = json.loads((out / "sft_losses.json").read_text())
     assert 0 < len(losses) <= res["sft_trajectories"] and all(v > 0 for v in losses.values())
     assert set(losses) <= {s.id for s in load_dataset("demo", split="train")}
-    assert "hard-case resampling:" in p.stderr + p.stdout and "HardCaseStream" in cfg
+    assert "hard-case resampling:" in p.stderr + p.stdout and "HardCasesStream" in cfg
     # evaluating in the run's folder reloads the trained ranker instead of training another
     again = run("method=kg_reasoner", "preset=smoke", "stage=eval", f"checkpoint={out / 'checkpoints' / 'policy.pt'}",
                 f"hydra.run.dir={out}")
@@ -241,7 +241,7 @@ def test_the_kg_reasoner_ablations_compose():
     assert instantiate(cfg.env, kb=None, ranker=None).space().stop_sequences[0] == "</kg-search>"
     cfg = compose_config(["method=kg_reasoner", "ranker.aggregate=false"])
     assert instantiate(cfg.ranker).aggregate is False
-    assert compose_config(["method=kg_reasoner", "curriculum=uniform"]).curriculum._target_.endswith("PromptStream")
+    assert compose_config(["method=kg_reasoner", "curriculum=uniform"]).curriculum._target_.endswith("UniformStream")
     assert cfg.rollout.n_rollouts == 16 and cfg.objective.kl_coef == 0.0
     assert [c.key for c in instantiate(cfg.reward).components] == ["retrieval", "format", "answer"]
     full = compose_config(["method=kg_reasoner", "preset=full"])  # paper scale: compose only

@@ -26,10 +26,10 @@ from torch.utils.data import DataLoader
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.training import (
     LengthGroupedBatches,
-    PromptStream,
     RLConfig,
     RLLitModule,
     SFTLitModule,
+    UniformStream,
     collate,
     leave_process_group,
 )
@@ -82,7 +82,7 @@ def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(PromptStream(questions, batch_size=4), batch_size=None))
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=4), batch_size=None))
     return trainer, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
 
 

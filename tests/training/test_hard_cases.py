@@ -16,7 +16,7 @@ from kgreason.envs import make_env
 from kgreason.methods.kg_r1 import oracle_sft_trajectories
 from kgreason.models import CausalLMPolicy
 from kgreason.training import (
-    HardCaseStream,
+    HardCasesStream,
     SFTLitModule,
     annotate_sft_losses,
     collate,
@@ -44,19 +44,19 @@ def test_hard_cases_are_multi_hop_questions_above_the_threshold():
 
 def test_the_first_pass_covers_every_question_then_only_the_hard_ones():
     qs = questions(SPEC)
-    stream = HardCaseStream(qs, batch_size=2, threshold=1.0, seed=3)
+    stream = HardCasesStream(qs, batch_size=2, threshold=1.0, seed=3)
     batches = list(itertools.islice(iter(stream), 3 + 10))
     first = [s.id for b in batches[:3] for s in b]
     assert sorted(first) == ["a", "b", "c", "d", "e", "f"]  # one pass: each question once
     later = {s.id for b in batches[3:] for s in b}
     assert later == {"b", "e"}
     # resuming after k batches goes on with what an uninterrupted stream yields next
-    resumed = list(itertools.islice(iter(HardCaseStream(qs, batch_size=2, threshold=1.0, seed=3, start=5)), 8))
+    resumed = list(itertools.islice(iter(HardCasesStream(qs, batch_size=2, threshold=1.0, seed=3, start=5)), 8))
     assert [[s.id for s in b] for b in resumed] == [[s.id for s in b] for b in batches[5:13]]
 
 
 def test_a_hard_set_smaller_than_a_batch_is_drawn_with_replacement():
-    stream = HardCaseStream(questions(SPEC), batch_size=4, threshold=1.6, full_passes=0)
+    stream = HardCasesStream(questions(SPEC), batch_size=4, threshold=1.6, full_passes=0)
     assert [s.id for s in stream.hard] == ["b"]
     assert [s.id for s in next(iter(stream))] == ["b"] * 4
 
@@ -64,7 +64,7 @@ def test_a_hard_set_smaller_than_a_batch_is_drawn_with_replacement():
 def test_without_hard_cases_every_question_stays_in_play(caplog):
     qs = questions([(i, 2, None) for i in "abcd"])  # no SFT losses at all
     with caplog.at_level("WARNING"):
-        stream = HardCaseStream(qs, batch_size=2, threshold=0.5, full_passes=0)
+        stream = HardCasesStream(qs, batch_size=2, threshold=0.5, full_passes=0)
     assert "no question of ≥ 2 hops has an SFT loss above 0.5" in caplog.text
     seen = {s.id for b in itertools.islice(iter(stream), 6) for s in b}
     assert seen == {"a", "b", "c", "d"}
@@ -72,9 +72,9 @@ def test_without_hard_cases_every_question_stays_in_play(caplog):
 
 def test_bad_batch_sizes_are_refused():
     with pytest.raises(ValueError, match="batch_size=7: must be in 1..6"):
-        HardCaseStream(questions(SPEC), batch_size=7, threshold=1.0)
+        HardCasesStream(questions(SPEC), batch_size=7, threshold=1.0)
     with pytest.raises(ValueError, match="no training samples"):
-        HardCaseStream([], batch_size=1, threshold=1.0)
+        HardCasesStream([], batch_size=1, threshold=1.0)
 
 
 def test_sft_records_each_questions_loss_as_it_trains(demo_oxigraph):

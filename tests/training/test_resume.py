@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from kgreason.models import CausalLMPolicy, LoraSettings
-from kgreason.training import PromptStream, RLConfig, RLLitModule
+from kgreason.training import RLConfig, RLLitModule, UniformStream
 from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, rl_progress
 from kgreason.types import KBQASample
 from tests.training.ddp_rl_worker import FixedExperience
@@ -41,6 +41,6 @@ def test_the_checkpoint_of_an_iteration_comes_after_its_metric_row(tmp_path):
     trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=ResumingCSVLogger(tmp_path, name="rl", version="", start=0),
                         callbacks=[ckpt, probe], enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False)
-    trainer.fit(module, DataLoader(PromptStream(questions, batch_size=2), batch_size=None))
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
     # a kill right after iteration k's checkpoint keeps the rows of iterations 0..k
     assert probe.seen == [(1, [0]), (2, [0, 1]), (3, [0, 1, 2])]

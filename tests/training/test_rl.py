@@ -14,7 +14,7 @@ from kgreason.data import load_dataset
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rollout import HFEngine, MultiTurnRollout
-from kgreason.training import JsonlSink, LinearExperience, PromptStream, RLConfig, RLLitModule
+from kgreason.training import JsonlSink, LinearExperience, RLConfig, RLLitModule, UniformStream
 
 
 @pytest.mark.parametrize("advantage,kwargs", [("grpo", {}), ("kg_r1_turn", {"mode": "paper"})])
@@ -33,7 +33,7 @@ def test_rl_steps_update_lora_and_log(tmp_path, demo_oxigraph, advantage, kwargs
     samples = load_dataset("demo", split="train")[:6]
     trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(PromptStream(samples, batch_size=2), batch_size=None))
+    trainer.fit(module, DataLoader(UniformStream(samples, batch_size=2), batch_size=None))
     changed = [n for n, p in pol.model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
     assert changed, "no LoRA weight moved"
     assert all(torch.equal(p, frozen[n]) for n, p in pol.model.named_parameters() if not p.requires_grad)
@@ -79,7 +79,7 @@ def test_bf16_rl_autocasts_the_training_passes_not_the_rollouts(demo_oxigraph):
     hook = proj.register_forward_hook(lambda mod, args, out: seen.append((phase[0], out.dtype)))
     trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(PromptStream(load_dataset("demo", split="train")[:4], batch_size=2),
+    trainer.fit(module, DataLoader(UniformStream(load_dataset("demo", split="train")[:4], batch_size=2),
                                    batch_size=None))
     hook.remove()
     rollout = {d for p, d in seen if p == "rollout"}

@@ -14,10 +14,10 @@ from kgreason.rollout import TreeRollout
 from kgreason.rollout.tree import Tree, TreeNode
 from kgreason.training import (
     Experience,
-    PromptStream,
     RLConfig,
     RLLitModule,
     TreeExperience,
+    UniformStream,
     filter_groups,
     node_rewards,
     step_sample,
@@ -96,7 +96,7 @@ def test_dtpo_updates_raise_the_better_siblings_probability(demo_oxigraph, tok, 
     before = logp(BIRTH) - logp(EMPTY)
     trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(PromptStream([pacino], batch_size=1), batch_size=None))
+    trainer.fit(module, DataLoader(UniformStream([pacino], batch_size=1), batch_size=None))
     after = logp(BIRTH) - logp(EMPTY)
     assert after > before + 1.0  # BIRTH (progress, answered) beat EMPTY (failed) in every group
     m = trainer.callback_metrics

@@ -29,13 +29,11 @@ from typing import Any
 from kgreason.errors import KBError, RewardError
 from kgreason.eval.metrics import precision_recall_f1
 from kgreason.kb.base import KnowledgeBase
-from kgreason.rewards.base import RewardOutput, register
+from kgreason.methods.isp_dtpo.grammar import one_think_one_command
+from kgreason.rewards.base import RewardOutput, message_format, register
 from kgreason.rewards.outcome import fbeta_score
 from kgreason.types import Entity, KBQASample, NodePatterns, QueryResult, Trajectory
 
-_FORMAT = re.compile(r"^\s*<think>(?:(?!<think>|</think>).)+</think>\s*"
-                     r"(?:<node>[^<]+</node>|<sparql>(?:(?!</sparql>).)+</sparql>|<answer>(?:(?!</answer>).)+</answer>)\s*$",
-                     re.S | re.I)
 _COUNT = re.compile(r"SELECT\s+\(\s*COUNT\s*\(\s*(DISTINCT\s+)?(\?\w+|\*)\s*\)\s*AS\s+\?\w+\s*\)", re.I)
 _WS = re.compile(r"\s+")
 
@@ -50,7 +48,7 @@ def isp_format(text: str) -> float:
     >>> isp_format("<node>m.1</node>")
     -1.0
     """
-    return 1.0 if _FORMAT.match(text) else -1.0
+    return 1.0 if one_think_one_command(text) else -1.0
 
 
 def uncount(sparql: str) -> str | None:
@@ -266,11 +264,16 @@ def isp_format_reward(trajectory: Trajectory, sample: KBQASample, **ctx: Any) ->
     >>> isp_format_reward(t, None).total
     1.0
     """
+    well_formed = message_format(ctx, one_think_one_command)
+
+    def score(text: str) -> float:
+        return 1.0 if well_formed(text) else -1.0
+
     if ctx.get("tree") is not None:
         _, node = _tree_ctx("isp_format", ctx)
-        return RewardOutput(isp_format(node.text))
+        return RewardOutput(score(node.text))
     turns = trajectory.turns
-    return RewardOutput(sum(isp_format(t.text) for t in turns) / len(turns) if turns else -1.0)
+    return RewardOutput(sum(score(t.text) for t in turns) / len(turns) if turns else -1.0)
 
 
 @register("dtpo_progress", rollout="tree")

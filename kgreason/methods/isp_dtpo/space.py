@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from kgreason.declarations import declare
 from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
@@ -22,6 +23,7 @@ from kgreason.errors import KBError, KBForbiddenQuery, KBQueryError, KBTimeout, 
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.patterns import RelationPattern, enumerate_patterns
 from kgreason.kb.schema import expand_prefixes  # noqa: F401 - public here too (knowcoder, tests)
+from kgreason.methods.isp_dtpo.grammar import one_think_one_command
 from kgreason.rankers.base import Ranker
 from kgreason.types import Action, KBQASample, Observation, Term
 
@@ -63,6 +65,14 @@ PROMPT = (
 
 MAX_COMMANDS = 8  # per turn: each can run several KB queries
 _VAR = re.compile(r"^[?$][A-Za-z_]\w*$")
+
+
+@dataclass
+class ISPState:
+    """One ISP episode's bound variables: ``?x`` → the entity ids its last query gave it
+    (a later ``<node>?x</node>`` explores them)."""
+
+    bound: dict[str, list[str]] = field(default_factory=dict)
 
 
 @declare(ranks="relations", contexts=("flat",), schemas=("freebase",))
@@ -116,6 +126,9 @@ class ISPActionSpace(ActionSpace):
     def instructions(self) -> str:
         return PROMPT.split("Question:")[0].strip()
 
+    def init_state(self, state: EpisodeState) -> None:
+        state.space_state = ISPState()
+
     def prompt(self, sample: KBQASample, max_turns: int) -> list[dict[str, str]]:
         question = sample.question.strip()
         if self.show_topic_ids and sample.topic_entities:
@@ -128,6 +141,9 @@ class ISPActionSpace(ActionSpace):
         return "\n\n" + "\n".join(o.text for o in obs) + "\n\n"
 
     # ---------------------------------------------------------------- parse
+    def format_ok(self, text: str) -> bool:
+        return one_think_one_command(text)
+
     def parse(self, text: str) -> list[Action] | ParseError:
         found = tagged(text, ("node", "sparql"))
         if len(found) > MAX_COMMANDS:
@@ -142,7 +158,7 @@ class ISPActionSpace(ActionSpace):
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:
-        kb: KnowledgeBase = state.extra.get("kb", state.kb)
+        kb = state.kb
         if action.name == "node":
             return self._node(action.args[0], state, kb)
         return self._sparql(action.args[0], state, kb)
@@ -153,7 +169,7 @@ class ISPActionSpace(ActionSpace):
     def _node_values(self, arg: str, state: EpisodeState, kb: KnowledgeBase) -> list[str] | None:
         arg = arg.strip().strip("<>")
         if _VAR.match(arg):
-            vals = state.extra.get("vars", {}).get("?" + arg[1:])
+            vals = state.of(ISPState).bound.get("?" + arg[1:])
             return list(vals[: self.max_node_values]) if vals else None
         for pfx, ns in self._prefixes(kb).items():
             if arg.startswith(pfx + ":"):
@@ -223,7 +239,7 @@ class ISPActionSpace(ActionSpace):
         terms = [t for r in rows for t in r.values()]
         ids = sorted({t.value for t in terms if t.is_entity})
         names = kb.names(ids) if ids else {}
-        bound = state.extra.setdefault("vars", {})
+        bound = state.of(ISPState).bound
         for v in variables:
             bound["?" + v] = list(dict.fromkeys(r[v].value for r in rows if v in r and r[v].is_entity))
 

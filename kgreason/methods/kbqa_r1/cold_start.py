@@ -18,7 +18,7 @@ class ReferencedRejectionSampledColdStart(RejectionSampledColdStart):
 
     The teacher sees the gold action sequence (:func:`~kgreason.methods.kbqa_r1.space.reference_actions`
     of the question's S-expression) after the prompt and writes the reasoning around it;
-    the reference is not part of the kept trajectory (:attr:`KGEnv.reference`). Episodes
+    the reference is not part of the kept trajectory (:class:`~kgreason.methods.kbqa_r1.reference.ReferencedEnv`). Episodes
     are kept when the answer's F1 is at least ``min_f1`` and every turn keeps the tag
     format. ``reference=False`` is standard rejection sampling, the paper's Table VII
     baseline.
@@ -41,10 +41,11 @@ class ReferencedRejectionSampledColdStart(RejectionSampledColdStart):
         self.require_format = require_format
 
     def play(self, teacher, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
+        from kgreason.methods.kbqa_r1.reference import ReferencedEnv
         from kgreason.methods.kbqa_r1.space import reference_note
 
-        env.reference = reference_note(sample) if self.reference else None
-        return teacher.episode(env, sample, rng)
+        note = reference_note(sample) if self.reference else None
+        return teacher.episode(ReferencedEnv(env, note) if note else env, sample, rng)
 
     def accept(self, traj: Trajectory, sample: KBQASample) -> bool:
         from kgreason.methods.kbqa_r1.rewards import tag_format

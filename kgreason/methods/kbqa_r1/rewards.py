@@ -8,22 +8,22 @@ The official code pays ``0.03 × tag completeness`` instead when F1 = 0
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import Any
 
+from kgreason.methods.kbqa_r1.grammar import FINAL_TAGS, STEP_TAGS, message_format
 from kgreason.rewards.base import RewardOutput, register
+from kgreason.rewards.base import message_format as space_format
 from kgreason.types import KBQASample, Trajectory
 
-_STEP = re.compile(r"^\s*<think>(.+?)</think>\s*<action>(.+?)</action>\s*$", re.S)
-_FINAL = re.compile(r"^\s*<think>(.+?)</think>\s*<answer>(.+?)</answer>\s*$", re.S)
-_TAGS = ("<think>", "</think>", "<action>", "</action>")
-_FINAL_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
-
-def tag_format(trajectory: Trajectory) -> tuple[bool, float]:
+def tag_format(trajectory: Trajectory, well_formed: Callable[[str], bool] = message_format) -> tuple[bool, float]:
     """Whether every turn is ``<think>…</think><action>…</action>`` and the last one
     ``<think>…</think><answer>…</answer>`` (tags complete and in order, nothing outside),
     and the fraction of expected tags present (the code's tag completeness).
+
+    Args:
+        well_formed: the message grammar (the action space's ``format_ok``).
 
     >>> from kgreason.types import Turn
     >>> ok = [Turn(text="<think>a</think><action>Count()</action>"),
@@ -40,15 +40,15 @@ def tag_format(trajectory: Trajectory) -> tuple[bool, float]:
     present = expected = 0
     for k, t in enumerate(turns):
         final = k == len(turns) - 1 and t.is_answer
-        tags = _FINAL_TAGS if final else _TAGS
+        tags = FINAL_TAGS if final else STEP_TAGS
         expected += len(tags)
         present += sum(tag in t.text for tag in tags)
-        ok = ok and bool((_FINAL if final else _STEP).match(t.text))
+        ok = ok and well_formed(t.text)
     return ok, present / expected
 
 
 @register("kbqa_r1_format", action_space="kbqa_r1", rollout="linear")
-def kbqa_r1_format(trajectory: Trajectory, sample: KBQASample, mode: str = "strict", **_: Any) -> RewardOutput:
+def kbqa_r1_format(trajectory: Trajectory, sample: KBQASample, mode: str = "strict", **ctx: Any) -> RewardOutput:
     """1 when :func:`tag_format` holds (``mode="strict"``), or the tag completeness in
     [0, 1] (``mode="completeness"``, the official code's fallback term).
 
@@ -59,5 +59,5 @@ def kbqa_r1_format(trajectory: Trajectory, sample: KBQASample, mode: str = "stri
     """
     if mode not in ("strict", "completeness"):
         raise ValueError(f"mode={mode!r}: choose 'strict' or 'completeness'")
-    ok, completeness = tag_format(trajectory)
+    ok, completeness = tag_format(trajectory, space_format(ctx, message_format))
     return RewardOutput(float(ok) if mode == "strict" else completeness)

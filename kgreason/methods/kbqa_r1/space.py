@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from kgreason.declarations import declare
 from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
@@ -44,6 +45,7 @@ from kgreason.envs.tools import Tool, ToolArg, ToolSpec
 from kgreason.errors import KBError, KBQueryError, KBTimeout, KBTruncated
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.sexpr import SExpr, SExprBuilder, SExprError, parse_sexpr, to_text
+from kgreason.methods.kbqa_r1.grammar import message_format
 from kgreason.rankers.base import Ranker, verbalize_relation
 from kgreason.rankers.gate import ConfidenceGate
 from kgreason.types import Action, KBQASample, Observation, QueryResult
@@ -149,6 +151,19 @@ def _names(rel: SExpr) -> list[str]:
     return [n for part in rel[1:] for n in _names(part)]
 
 
+@dataclass
+class KBQAR1State:
+    """One KBQA-R1 episode's expressions.
+
+    Attributes:
+        sexpr: the S-expressions built so far.
+        members: expression number → the entity ids of its results (the gates' input).
+    """
+
+    sexpr: SExprBuilder
+    members: dict[int, list[str]] = field(default_factory=dict)
+
+
 @declare(ranks="relations", contexts=("flat",))
 class KBQAR1ActionSpace(ActionSpace):
     """KBQA-R1's six S-expression actions (:data:`TOOLS`) behind the RRCG gate.
@@ -220,13 +235,15 @@ class KBQAR1ActionSpace(ActionSpace):
 
     def init_state(self, state: EpisodeState) -> None:
         self._kb = state.kb
-        state.extra["sexpr"] = SExprBuilder(state.kb.schema)
-        state.extra["members"] = {}  # expression number -> entity ids of its results
+        state.space_state = KBQAR1State(SExprBuilder(state.kb.schema))
 
     def last_turn_note(self) -> str:
         return "This is your last turn: give your final answer inside <answer>...</answer> now."
 
     # ---------------------------------------------------------------- parse
+    def format_ok(self, text: str) -> bool:
+        return message_format(text)
+
     def parse(self, text: str) -> list[Action] | ParseError:
         m = _ACTION_BLOCK.search(text) if "<action>" in text else None
         if m is None:
@@ -260,8 +277,8 @@ class KBQAR1ActionSpace(ActionSpace):
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:
-        b: SExprBuilder = state.extra["sexpr"]
-        saved = (copy.deepcopy(b.exprs), b.current, dict(state.extra["members"]))
+        b = state.of(KBQAR1State).sexpr
+        saved = (copy.deepcopy(b.exprs), b.current, dict(state.of(KBQAR1State).members))
         try:
             obs = self._apply(action, state, b)
         except SExprError as e:
@@ -275,11 +292,11 @@ class KBQAR1ActionSpace(ActionSpace):
         except KBError as e:
             obs = Observation(f"Knowledge base error: {_echo(str(e))}", error=KBQA_KB_ERROR, kb_calls=1)
         if obs.error:  # a failed action changes nothing
-            b.exprs, b.current, state.extra["members"] = saved
+            b.exprs, b.current, state.of(KBQAR1State).members = saved
         return obs
 
     def _apply(self, action: Action, state: EpisodeState, b: SExprBuilder) -> Observation:
-        kb: KnowledgeBase = state.extra.get("kb", state.kb)
+        kb = state.kb
         tool = TOOLS.get(action.name)
         assert tool is not None
         args = action.args
@@ -295,7 +312,7 @@ class KBQAR1ActionSpace(ActionSpace):
             rel = relation_arg(rel_text)
             if b.is_ref(source):
                 n = b.ref(source)
-                members = state.extra["members"].get(n, [])
+                members = state.of(KBQAR1State).members.get(n, [])
             elif _LITERAL.match(source):  # a value (a year, a number): what has it
                 source = _expand_xsd(source)
                 rel, note, k = self._gate_attr(rel, [], kb)
@@ -329,7 +346,7 @@ class KBQAR1ActionSpace(ActionSpace):
                 return Observation(f"Order's mode is MAX or MIN, got {_echo(mode)!r}.", error=KBQA_BAD_ARGUMENTS)
             expr, rel_text = (a2, a3) if b.is_ref(a2) else (a3, a2)  # either argument order
             n0 = b.ref(expr)
-            rel, note, k = self._gate_attr(relation_arg(rel_text), state.extra["members"].get(n0, []), kb)
+            rel, note, k = self._gate_attr(relation_arg(rel_text), state.of(KBQAR1State).members.get(n0, []), kb)
             calls += k
             if rel is None:
                 return Observation(note, error=KBQA_RELATION_REJECTED, kb_calls=calls)
@@ -342,7 +359,7 @@ class KBQAR1ActionSpace(ActionSpace):
                                    error=KBQA_BAD_ARGUMENTS)
             expr = args[3] if len(args) > 3 else None
             klass = expr if expr is not None and not b.is_ref(expr) else None
-            members = [] if klass else state.extra["members"].get(b.ref(expr), [])
+            members = [] if klass else state.of(KBQAR1State).members.get(b.ref(expr), [])
             rel, note, k = self._gate_attr(relation_arg(rel_text), members, kb)
             calls += k
             if rel is None:
@@ -361,7 +378,7 @@ class KBQAR1ActionSpace(ActionSpace):
             if not _TIME.match(time.strip().strip('"')):
                 return Observation(f"Time_constraint needs a year, a date (YYYY-MM-DD) or NOW, got {_echo(time)!r}.",
                                    error=KBQA_BAD_ARGUMENTS)
-            members = state.extra["members"].get(b.ref(expr), [])
+            members = state.of(KBQAR1State).members.get(b.ref(expr), [])
             rel, note, k = self._gate_attr(relation_arg(rel_text), members, kb)
             calls += k
             if rel is None:
@@ -462,7 +479,7 @@ class KBQAR1ActionSpace(ActionSpace):
             msg = f"expression{n} would be {text}, which matches nothing; the expression is unchanged."
             return Observation(f"{note}\n{msg}" if note else msg, error=KBQA_EMPTY, kb_calls=calls)
         ids = [t.value for t in terms if t.is_entity]
-        state.extra["members"][n] = ids[: self.max_members]
+        state.of(KBQAR1State).members[n] = ids[: self.max_members]
         names = kb.names(ids[: self.max_results]) if ids else {}
         calls += bool(ids)
         shown = []

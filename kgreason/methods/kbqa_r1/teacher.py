@@ -2,7 +2,7 @@
 
 The paper has Qwen-2.5-72B write the reasoning around the reference actions (paper 000
 §IV-B); no such model runs here, so this teacher reads the reference the environment
-shows it (:attr:`KGEnv.reference`) and writes a short reason before each action; the
+shows it (:class:`~kgreason.methods.kbqa_r1.reference.ReferencedEnv`) and writes a short reason before each action; the
 first reason also names the steps after it ("... I follow directed by from it. Then I
 follow place of birth."), as a teacher planning from the reference would. It explores
 the way a model leaning on the relation gate would: with some probability it writes a
@@ -22,6 +22,7 @@ import re
 from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
 from kgreason.kb.sexpr import to_text
+from kgreason.methods.kbqa_r1.reference import ReferencedEnv
 from kgreason.methods.kbqa_r1.space import reference_note, relation_arg, split_action_args
 from kgreason.rankers.base import verbalize_relation
 from kgreason.training.teachers import check_probabilities
@@ -225,10 +226,8 @@ class ScriptedKBQAR1Teacher:
 def gold_episode(env: KGEnv, sample: KBQASample, rng: random.Random | None = None) -> Trajectory | None:
     """KBQA-R1's scripted policy: the reference actions of the gold S-expression (or relation
     path), written without slips (``None``: the question has neither)."""
-    env.reference = reference_note(sample)
-    if env.reference is None:
+    note = reference_note(sample)
+    if note is None:
         return None
-    try:
-        return ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0).episode(env, sample, rng or random.Random(0))
-    finally:
-        env.reference = None
+    return ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0).episode(ReferencedEnv(env, note), sample,
+                                                                  rng or random.Random(0))

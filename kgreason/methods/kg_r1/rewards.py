@@ -18,29 +18,10 @@ import re
 from typing import Any
 
 from kgreason.eval.metrics import normalize
-from kgreason.rewards.base import RewardOutput, register
+from kgreason.methods.kg_r1.grammar import turn_format
+from kgreason.rewards.base import RewardOutput, message_format, register
 from kgreason.rewards.outcome import f1_reward
 from kgreason.types import KBQASample, Trajectory, Turn
-
-_FORMAT = re.compile(
-    r"^\s*<think>(?P<think>.+?)</think>\s*(?:<kg-query>(?P<q>.+?)</kg-query>|<answer>(?P<a>.+?)</answer>)\s*$",
-    re.S,
-)
-
-
-def turn_format(text: str) -> float:
-    """1.0 for ``<think>…</think>`` followed by exactly one query or answer block.
-
-    >>> turn_format("<think>x</think> <kg-query>get_tail_relations(a)</kg-query>")
-    1.0
-    >>> turn_format("<kg-query>get_tail_relations(a)</kg-query>"), turn_format("<think>x</think>")
-    (0.0, 0.0)
-    """
-    m = _FORMAT.match(text)
-    if not m or not m.group("think").strip():
-        return 0.0
-    body = m.group("q") or m.group("a") or ""
-    return float(bool(body.strip()) and "<kg-query>" not in body and "<answer>" not in body)
 
 
 def _query_key(turn: Turn) -> str:
@@ -63,13 +44,14 @@ def retrieval_coverage(trajectory: Trajectory, sample: KBQASample) -> float:
 
 @register("kg_r1", action_space="kg_r1", rollout="linear")
 def kg_r1_reward(trajectory: Trajectory, sample: KBQASample, w_fmt: float = 0.5, w_kg: float = 0.5,
-                 w_ans: float = 0.5, w_f1: float = 1.0, w_ret: float = 1.0, **_: Any) -> RewardOutput:
+                 w_ans: float = 0.5, w_f1: float = 1.0, w_ret: float = 1.0, **ctx: Any) -> RewardOutput:
     """KG-R1 turn rewards plus global reward; defaults are Table 8 of the paper."""
     turns = trajectory.turns
+    well_formed = message_format(ctx, lambda text: turn_format(text) == 1.0)
     seen: set[str] = set()
     fmt, kg, ans, per_turn = [], [], [], []
     for i, t in enumerate(turns):
-        v_fmt = turn_format(t.text)
+        v_fmt = float(well_formed(t.text))
         v_kg = 0.0
         if t.actions and not t.is_answer:
             key = _query_key(t)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 
 from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
 from kgreason.envs.payloads import EntityList, RelationList
@@ -19,6 +20,7 @@ from kgreason.envs.text import TokenCounter, approx_tokens, split_args, truncate
 from kgreason.envs.tools import Tool, ToolArg, ToolSpec
 from kgreason.errors import KBError, KBTimeout
 from kgreason.kb.base import KnowledgeBase
+from kgreason.methods.kg_r1.grammar import turn_format
 from kgreason.types import Action, KBQASample, Observation, Term
 
 KG_SERVER_ERROR = "KG_SERVER_ERROR"
@@ -92,6 +94,14 @@ def hierarchical(relations: list[str]) -> str:
     return "\n".join(f"{k}: {', '.join(v)}" if k else ", ".join(v) for k, v in groups.items())
 
 
+@dataclass(frozen=True)
+class MissingSubgraph:
+    """The state of a KG-R1 episode whose question's subgraph the KB does not hold: every
+    call answers ``KG_SAMPLE_NOT_FOUND``, as the official server does."""
+
+    key: str
+
+
 class KGR1ActionSpace(ActionSpace):
     """KG-R1's four one-hop functions (:data:`TOOLS`).
 
@@ -142,11 +152,14 @@ class KGR1ActionSpace(ActionSpace):
         sub = getattr(state.kb, "subgraph", None)
         if key and callable(sub):
             try:
-                state.extra["kb"] = sub(key)
+                state.kb = sub(key)
             except KBError:
-                state.extra["missing_sample"] = key
+                state.space_state = MissingSubgraph(key)
 
     # ---------------------------------------------------------------- parse
+    def format_ok(self, text: str) -> bool:
+        return turn_format(text) == 1.0
+
     def parse(self, text: str) -> list[Action] | ParseError:
         # str.find instead of a lazy regex: this runs on every turn (env overhead target)
         start = text.find("<kg-query>")
@@ -175,8 +188,8 @@ class KGR1ActionSpace(ActionSpace):
         if arity is None:
             return self._error(KG_SERVER_ERROR, f'Action "{action.name}" not available (use: '
                                "get_head_relations, get_tail_relations, get_head_entities, get_tail_entities)")
-        if "missing_sample" in state.extra:
-            return self._error(KG_SAMPLE_NOT_FOUND, f'Sample "{state.extra["missing_sample"]}" not found in KG')
+        if isinstance(state.space_state, MissingSubgraph):
+            return self._error(KG_SAMPLE_NOT_FOUND, f'Sample "{state.space_state.key}" not found in KG')
         args = action.args if "" not in action.args else [a for a in action.args if a != ""]
         if len(args) < arity:
             return self._error(KG_FORMAT_ERROR, f"Missing required fields for {action.name}: "
@@ -184,7 +197,7 @@ class KGR1ActionSpace(ActionSpace):
         if len(args) > arity:
             what = "only one entity argument" if arity == 1 else "exactly two arguments (entity, relation)"
             return self._error(KG_FORMAT_ERROR, f"{action.name} accepts {what}")
-        kb: KnowledgeBase = state.extra.get("kb", state.kb)
+        kb = state.kb
         calls = [0]
         try:
             if arity == 1:

@@ -11,41 +11,20 @@ reward checks the tag counts and order the paper names (``<think>``, ``<search>`
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from kgreason.rewards.base import RewardOutput, register
+from kgreason.methods.kg_reasoner.grammar import search_in_think_format
+from kgreason.rewards.base import RewardOutput, register, response_format
 from kgreason.types import KBQASample, Trajectory
-
-_TAG = re.compile(r"</?(?:think|search|answer)>")
-
-
-def search_in_think_format(text: str) -> bool:
-    """One ``<think>`` first, balanced ``<search>…</search>`` pairs inside it, then one
-    ``<answer>…</answer>`` and nothing after it (the inserted ``<triples>`` are not
-    policy text and are not passed here).
-
-    >>> search_in_think_format("<think>a <search> X </search> b</think><answer>Y</answer>")
-    True
-    >>> search_in_think_format("<think>a</think><search> X </search><answer>Y</answer>")
-    False
-    >>> search_in_think_format("<think>a <search> X</think><answer>Y</answer>")
-    False
-    """
-    tags = _TAG.findall(text)
-    if tags[:1] != ["<think>"] or tags[-3:] != ["</think>", "<answer>", "</answer>"]:
-        return False
-    inner = tags[1:-3]
-    if len(inner) % 2 or any(a != "<search>" or b != "</search>" for a, b in zip(inner[::2], inner[1::2], strict=True)):
-        return False
-    return text.lstrip().startswith("<think>") and not text.rstrip().split("</answer>")[-1].strip()
 
 
 @register("kg_reasoner_format", action_space="kg_reasoner", rollout="linear")
-def kg_reasoner_format(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOutput:
-    """1 when the policy's whole response (all turns joined) passes
-    :func:`search_in_think_format`, else 0."""
-    v = float(search_in_think_format("".join(t.text for t in trajectory.turns)))
+def kg_reasoner_format(trajectory: Trajectory, sample: KBQASample, **ctx: Any) -> RewardOutput:
+    """1 when the policy's whole response follows the action space's grammar
+    (:func:`~kgreason.methods.kg_reasoner.grammar.search_in_think_format` with its tag
+    names), else 0."""
+    ok = response_format(ctx, lambda texts: search_in_think_format("".join(texts)))
+    v = float(ok([t.text for t in trajectory.turns]))
     return RewardOutput(v, components={"format": v})
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from kgreason.declarations import declare
 from kgreason.envs.base import ActionSpace, EpisodeState, ParseError
 from kgreason.envs.text import TokenCounter, approx_tokens
 from kgreason.envs.tools import Tool, ToolArg, ToolSpec
 from kgreason.errors import KBError, KBTimeout
+from kgreason.methods.kg_reasoner.grammar import search_in_think_format
 from kgreason.methods.kg_reasoner.path_tree import PathTree
 from kgreason.rankers.base import Ranker, TrainableRanker
 from kgreason.rankers.graph import Neighbourhood
@@ -61,6 +63,22 @@ ECHO_CHARS = 120
 
 def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
+
+
+@dataclass
+class KGReasonerState:
+    """What one KG-Reasoner episode has explored.
+
+    Attributes:
+        tree: the explored path tree (None before the first search).
+        shown: entity id → the neighbours its search listed, ranked, as
+            ``(triple text, neighbour id, neighbour name)``.
+        labels: entity id → the name the triples wrote for it.
+    """
+
+    tree: PathTree | None = None
+    shown: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @declare(ranks="entities", contexts=("graph", "flat"))
@@ -113,9 +131,7 @@ class KGReasonerActionSpace(ActionSpace):
         return [{"role": "user", "content": text}]
 
     def init_state(self, state: EpisodeState) -> None:
-        state.extra["tree"] = None
-        state.extra["shown"] = {}  # entity id -> its ranked (triple text, neighbour id, neighbour name) list
-        state.extra["labels"] = {e.id: e.name or e.id for e in state.sample.topic_entities}
+        state.space_state = KGReasonerState(labels={e.id: e.name or e.id for e in state.sample.topic_entities})
 
     def last_turn_note(self) -> str:
         return "(No searches left: close the thought with </think> and answer inside <answer>...</answer>.)"
@@ -125,6 +141,18 @@ class KGReasonerActionSpace(ActionSpace):
         return f"\n<{self.result_tag}>\n{body}\n</{self.result_tag}>\n"
 
     # ---------------------------------------------------------------- parse
+    def search_call(self, entity: str, backtrack: bool = False) -> str:
+        """The search as the policy writes it, in this space's tags (teachers write with it).
+
+        >>> KGReasonerActionSpace(search_tag="kg-search").search_call("Paris", backtrack=True)
+        '<kg-search> Paris, backtrack </kg-search>'
+        """
+        return f"<{self.search_tag}> {entity}{', backtrack' if backtrack else ''} </{self.search_tag}>"
+
+    def response_format_ok(self, texts: Sequence[str]) -> bool:
+        # the thought spans the messages the insertions cut it into
+        return search_in_think_format("".join(texts), self.search_tag)
+
     def parse(self, text: str) -> list[Action] | ParseError:
         m = self._search.search(text) if f"<{self.search_tag}>" in text else None
         if m is None:
@@ -174,9 +202,10 @@ class KGReasonerActionSpace(ActionSpace):
         if e is None:
             return Observation(f'"{_echo(text)}" is not an entity seen so far; search a topic entity or a name '
                                f"from the {self.result_tag}.", error=KGR_UNKNOWN_ENTITY, kb_calls=1)
-        tree: PathTree | None = state.extra["tree"]
+        st = state.of(KGReasonerState)
+        tree = st.tree
         if tree is None:
-            tree = state.extra["tree"] = PathTree(e)
+            tree = st.tree = PathTree(e)
         elif (node := tree.locate(e)) is not None:
             tree.current = node  # back to an entity on the current path
         else:
@@ -196,8 +225,8 @@ class KGReasonerActionSpace(ActionSpace):
             order = sorted(range(len(texts)), key=lambda i: -scores[i])
         ranked = [g.candidates[i] for i in order]
         shown = [(self._triples(g, j), g.nodes[j], g.labels[j]) for j in ranked]
-        state.extra["shown"][e] = shown
-        state.extra["labels"][e] = g.labels[0]
+        st.shown[e] = shown
+        st.labels[e] = g.labels[0]
         tree.expand([n for _, n, _ in shown])
         lines: list[str] = []
         used = 0
@@ -215,16 +244,17 @@ class KGReasonerActionSpace(ActionSpace):
                            relations=sorted(set(g.edge_relations)), kb_calls=int(kb.stats["queries"] - before))
 
     def _backtrack(self, state: EpisodeState) -> Observation:
-        tree: PathTree | None = state.extra["tree"]
+        st = state.of(KGReasonerState)
+        tree = st.tree
         if tree is None:
             return Observation("There is nothing to backtrack from yet: search a topic entity first.",
                                error=KGR_NOTHING_TO_BACKTRACK)
         entity, offer = tree.backtrack()
-        name = state.extra["labels"].get(entity, entity)
+        name = st.labels.get(entity, entity)
         if offer is None:
             return Observation(f"Backtracked to {name}: no unexplored neighbours are left.",
                                error=KGR_NOTHING_TO_BACKTRACK)
-        triple, _, label = next(x for x in state.extra["shown"][entity] if x[1] == offer)
+        triple, _, label = next(x for x in st.shown[entity] if x[1] == offer)
         state.remember(label, offer)
         return Observation(f"Backtracked to {name}; its next candidate:\n{triple}", entities=[offer])
 

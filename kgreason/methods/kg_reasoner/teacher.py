@@ -19,6 +19,7 @@ from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
 from kgreason.errors import ConfigError
 from kgreason.eval import f1
+from kgreason.methods.kg_reasoner.space import KGReasonerState
 from kgreason.training.cold_start import ColdStart, episode_tokens
 from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, Trajectory
@@ -64,12 +65,14 @@ class KGReasonerPathWriter:
         # a wrong step needs a next hop to miss: only multi-hop questions get one
         wrong_at = rng.randrange(n - 1) if n > 1 and rng.random() < self.p_error else -1
         question = sample.question.strip().rstrip("?")
-        text = f"<think>The question: {question}. I start from {shown[topic.id]}. <search> {shown[topic.id]} </search>"
+        call = env.action_space.search_call
+        text = f"<think>The question: {question}. I start from {shown[topic.id]}. {call(shown[topic.id])}"
         r = env.step(text)
+        explored = env.state.of(KGReasonerState)
         for i, h in enumerate(chain):
             if r.error:
                 return None
-            listed = env.state.extra["shown"].get(h.centre, [])
+            listed = explored.shown.get(h.centre, [])
             names = {nid: name for _, nid, name in listed[: env.action_space.top_k]}
             if h.gold[0] not in names:
                 return None
@@ -80,17 +83,17 @@ class KGReasonerPathWriter:
                 wrong = next((nid for _, nid, _ in listed[: env.action_space.top_k]
                               if nid not in h.reached and nid in names), None)
                 if wrong is not None:
-                    r = env.step(f"Maybe {names[wrong]} leads on. <search> {names[wrong]} </search>")
+                    r = env.step(f"Maybe {names[wrong]} leads on. {call(names[wrong])}")
                     if r.error:
                         return None
                     r = env.step(f"These facts do not follow {step} from {names.get(h.centre, shown.get(h.centre))}; "
-                                 f"{names[wrong]} was a wrong turn. <search> {names[wrong]}, backtrack </search>")
+                                 f"{names[wrong]} was a wrong turn. {call(names[wrong], backtrack=True)}")
                     if r.error:
                         return None
             if last:
                 break
             r = env.step(f"From {shown.get(h.centre, names.get(h.centre, h.centre))} the relation {step} leads to "
-                         f"{right}. <search> {right} </search>")
+                         f"{right}. {call(right)}")
             shown[h.gold[0]] = right
         # the last hop may start from several gold entities (the films of an actor, the
         # CVT rows of a position): search each of them that the last search showed
@@ -98,15 +101,15 @@ class KGReasonerPathWriter:
         answers: dict[str, str] = {}
         for k, h in enumerate(finals):
             if k:
-                prev = env.state.extra["shown"].get(chain[-2].centre, [])
+                prev = explored.shown.get(chain[-2].centre, [])
                 label = next((name for _, nid, name in prev if nid == h.centre), None)
                 if label is None or env.state.turn + 2 > env.max_turns:
                     return None
-                r = env.step(f"{label} is another one. <search> {label} </search>")
+                r = env.step(f"{label} is another one. {call(label)}")
                 shown[h.centre] = label
                 if r.error:
                     return None
-            listed = {nid: name for _, nid, name in env.state.extra["shown"].get(h.centre, [])}
+            listed = {nid: name for _, nid, name in explored.shown.get(h.centre, [])}
             if not all(g in listed for g in h.gold):
                 return None
             answers.update((g, listed[g]) for g in h.gold)
@@ -149,7 +152,7 @@ class KGReasonerColdStart(ColdStart):
             if t is None or f1(t.answer, s.answers) < 1.0:
                 continue
             self.report["written"] += 1
-            self.report["corrections"] += any("backtrack </search>" in x.text for x in t.turns)
+            self.report["corrections"] += any(a.kwargs.get("backtrack") for x in t.turns for a in x.actions)
             out.append(episode_tokens(t, policy.chat_ids, policy.tokenizer))
         if samples and not out:
             raise ConfigError(f"no gold-path episode of {len(samples)} questions could be written; the questions "

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kgreason.rewards.base import RewardOutput, register
+from kgreason.methods.knowcoder_a1.grammar import boxed_answer
+from kgreason.rewards.base import RewardOutput, message_format, register
 from kgreason.types import KBQASample, Trajectory
 
-_BOXED = "\\boxed{"
 #: dotted schema names (relations, types) inside a tool call: ns:a.b.c, rel:x, or bare a.b.c
 _SCHEMA_NAME = re.compile(r"(?:\b(?:ns|rel):)?((?:[A-Za-z_][\w-]*\.){1,}[A-Za-z_][\w-]*)")
 _ENTITY_ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
@@ -23,7 +23,7 @@ _ENTITY_ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 
 @register("knowcoder_format", action_space="knowcoder_a1", rollout="linear")
 def knowcoder_format(trajectory: Trajectory, sample: KBQASample, correct: float = 0.1, wrong: float = 0.0,
-                     **_: Any) -> RewardOutput:
+                     **ctx: Any) -> RewardOutput:
     r"""``correct`` when the final answer holds a ``\boxed{}``, else ``wrong``.
 
     The values did not survive in our copy of the paper; 0.1 / 0 make the cap of 1 bind
@@ -35,7 +35,7 @@ def knowcoder_format(trajectory: Trajectory, sample: KBQASample, correct: float 
     (0.1, 0.0)
     """
     last = trajectory.turns[-1] if trajectory.turns else None
-    ok = last is not None and last.is_answer and _BOXED in last.text
+    ok = last is not None and last.is_answer and message_format(ctx, boxed_answer)(last.text)
     return RewardOutput(correct if ok else wrong)
 
 

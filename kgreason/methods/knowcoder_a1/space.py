@@ -39,6 +39,7 @@ from kgreason.errors import KBError, KBForbiddenQuery, KBQueryError, KBTimeout, 
 from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.patterns import ALL_TEMPLATES, RelationPattern, enumerate_patterns
 from kgreason.kb.schema import expand_prefixes
+from kgreason.methods.knowcoder_a1.grammar import boxed_answer
 from kgreason.rankers.base import Ranker, verbalize_relation
 from kgreason.types import Action, KBQASample, NodePatterns, Observation, QueryResult, Term
 
@@ -194,6 +195,11 @@ class KnowCoderActionSpace(ActionSpace):
         return "\n<tool_response>" + json.dumps(body, ensure_ascii=False) + "</tool_response>\n"
 
     # ---------------------------------------------------------------- parse
+    def format_ok(self, text: str) -> bool:
+        if f"<{self.answer_tag}>" in text:
+            return boxed_answer(text)
+        return not isinstance(self.parse(text), ParseError)
+
     def parse(self, text: str) -> list[Action] | ParseError:
         m = _TOOL_CALL.search(text) if "<tool_call>" in text else None
         if m is None:
@@ -244,7 +250,7 @@ class KnowCoderActionSpace(ActionSpace):
 
     # -------------------------------------------------------------- execute
     def execute(self, action: Action, state: EpisodeState) -> Observation:
-        kb: KnowledgeBase = state.extra.get("kb", state.kb)
+        kb = state.kb
         try:
             if action.name == "SearchTypes":
                 return self._search_types(action.kwargs["query"], state, kb)

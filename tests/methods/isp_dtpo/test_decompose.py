@@ -13,7 +13,7 @@ from kgreason.kb import FREEBASE
 from kgreason.methods.isp_dtpo import decompose, isp_sft_trajectories
 from kgreason.methods.isp_dtpo.decompose import compact, isp_cold_start_messages
 from kgreason.models import load_tokenizer
-from kgreason.training import CurriculumStream, hop_level
+from kgreason.training import StagedStream, hop_level
 from kgreason.types import KBQASample
 
 
@@ -77,9 +77,9 @@ def test_cold_start_episodes_answer_correctly_with_loss_on_policy_text_only(cold
 def test_hop_curriculum_adds_harder_levels_in_order():
     qs = [KBQASample(id=f"{h}-{i}", question="?", hops=h) for h in (1, 2, 3) for i in range(5)]
     assert [hop_level(q) for q in qs[::5]] == [0, 1, 2]
-    stream = iter(CurriculumStream(qs, batch_size=4, stage_iterations=3, seed=0))
+    stream = iter(StagedStream(qs, batch_size=4, stage_iterations=3, seed=0))
     levels = [max(q.hops for q in next(stream)) for _ in range(12)]
     assert max(levels[:3]) == 1 and max(levels[3:6]) <= 2 and 3 in levels[6:]
-    assert CurriculumStream(qs, 4, 3).stage(100) == 2
-    only_hard = CurriculumStream([q for q in qs if q.hops == 3], 2, 1)
+    assert StagedStream(qs, 4, 3).stage(100) == 2
+    only_hard = StagedStream([q for q in qs if q.hops == 3], 2, 1)
     assert only_hard.stage(0) == 2  # empty easier levels are skipped

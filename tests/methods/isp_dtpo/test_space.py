@@ -13,6 +13,7 @@ from kgreason.methods.isp_dtpo.space import (
     ISP_TIMEOUT,
     ISP_UNKNOWN_NODE,
     ISP_UNPARSABLE,
+    ISPState,
     expand_prefixes,
 )
 from kgreason.rankers import DenseRanker
@@ -132,7 +133,7 @@ def test_forked_episodes_are_independent(env, sample):
     us = sample.topic_entities[0].id
     twin = env.fork()
     twin.step(step(f"<sparql>SELECT ?x WHERE {{ ns:{us} ns:location.country.capital ?x . }}</sparql>"))
-    assert len(env.trajectory.turns) == 0 and "?x" not in env.state.extra.get("vars", {})
+    assert len(env.trajectory.turns) == 0 and "?x" not in env.state.of(ISPState).bound
     assert twin.kb is env.kb and len(twin.trajectory.turns) == 1
 
 

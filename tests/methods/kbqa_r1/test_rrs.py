@@ -11,6 +11,7 @@ from kgreason.data import load_dataset
 from kgreason.envs import EnvFactory, make_env
 from kgreason.errors import ConfigError
 from kgreason.methods.kbqa_r1 import KBQAR1ActionSpace, ReferencedRejectionSampledColdStart
+from kgreason.methods.kbqa_r1.reference import ReferencedEnv
 from kgreason.methods.kbqa_r1.space import reference_actions, reference_note
 from kgreason.methods.kbqa_r1.teacher import ScriptedKBQAR1Teacher
 from kgreason.models import CausalLMPolicy
@@ -71,8 +72,7 @@ def test_the_teacher_leans_on_the_gate_and_recovers(demo_oxigraph, by_type):
     notes = Counter()
     rng = random.Random(0)
     for s in by_type["2-hop"][:20] + by_type["cvt"][:20]:
-        env = make_env("kbqa_r1", demo_oxigraph, max_turns=6)
-        env.reference = reference_note(s)
+        env = ReferencedEnv(make_env("kbqa_r1", demo_oxigraph, max_turns=6), reference_note(s))
         t = teacher.episode(env, s, rng)
         seen = "\n".join(x.observation for x in t.turns)
         notes["snapped"] += "is not a relation here; using" in seen
@@ -84,8 +84,7 @@ def test_the_teacher_leans_on_the_gate_and_recovers(demo_oxigraph, by_type):
 def test_the_first_thought_names_the_later_steps(demo_oxigraph, by_type):
     teacher = ScriptedKBQAR1Teacher(p_short=0.0, p_flip=0.0)
     for s in by_type["2-hop"][:5] + by_type["count"][:3]:
-        env = make_env("kbqa_r1", demo_oxigraph, max_turns=6)
-        env.reference = reference_note(s)
+        env = ReferencedEnv(make_env("kbqa_r1", demo_oxigraph, max_turns=6), reference_note(s))
         t = teacher.episode(env, s, random.Random(0))
         first, second = t.turns[0].text, t.turns[1].text
         if s.meta["qtype"] == "count":
@@ -131,8 +130,7 @@ def test_the_probe_reads_the_gold_relation_off_the_gate_and_renumbers(demo_oxigr
     right = shifted = probed = 0
     qs = by_type["2-hop"][:15] + by_type["cvt"][:15] + by_type["superlative"][:10]
     for s in qs:
-        env = make_env("kbqa_r1", demo_oxigraph, max_turns=6, ranker=ranker)
-        env.reference = reference_note(s)
+        env = ReferencedEnv(make_env("kbqa_r1", demo_oxigraph, max_turns=6, ranker=ranker), reference_note(s))
         t = teacher.episode(env, s, random.Random(0))
         probed += "I am not sure of the relation" in t.turns[0].text
         shifted += t.turns[0].error is None and "expression2" in "".join(x.text for x in t.turns[2:])

@@ -26,6 +26,7 @@ from kgreason.methods.kbqa_r1.space import (
     KBQA_TIMEOUT,
     KBQA_UNKNOWN_ACTION,
     KBQA_UNKNOWN_ENTITY,
+    KBQAR1State,
     reference_actions,
 )
 from kgreason.testing import check_env
@@ -99,7 +100,7 @@ def test_the_gate_snaps_turns_round_and_rejects(demo_oxigraph, kenya):
     env.reset(kenya)
     r = env.step(act(f"Find_relation({K}, zz.qq.frobnicate)"))
     assert r.error == KBQA_RELATION_REJECTED and "location.country.capital (" in r.observation  # scored neighbours
-    assert env.state.extra["sexpr"].exprs == {}  # a rejected action changes nothing
+    assert env.state.of(KBQAR1State).sexpr.exprs == {}  # a rejected action changes nothing
 
 
 def test_without_the_gate_a_wrong_relation_runs_as_written(demo_oxigraph, kenya):
@@ -165,10 +166,10 @@ def test_malformed_actions_are_typed_observations(demo_oxigraph, kenya, text, co
     env = env_for(demo_oxigraph)
     env.reset(kenya)
     env.step(act(f"Find_relation({K}, (R location.country.capital))"))
-    before = dict(env.state.extra["sexpr"].exprs)
+    before = dict(env.state.of(KBQAR1State).sexpr.exprs)
     r = env.step(text)
     assert r.error == code and not r.done and r.observation.startswith("\n\n<information>")
-    assert env.state.extra["sexpr"].exprs == before
+    assert env.state.of(KBQAR1State).sexpr.exprs == before
 
 
 def test_dataset_subsets_disable_actions(demo_oxigraph, kenya):
@@ -192,7 +193,7 @@ def test_a_timeout_is_an_observation_and_changes_nothing(kenya):
     env = env_for(kb)
     env.reset(kenya)
     r = env.step(act(f"Find_relation({K}, (R location.country.capital))"))
-    assert r.error == KBQA_TIMEOUT and env.state.extra["sexpr"].exprs == {}
+    assert r.error == KBQA_TIMEOUT and env.state.of(KBQAR1State).sexpr.exprs == {}
 
 
 def test_contract(demo_oxigraph, kenya):

@@ -16,6 +16,7 @@ from kgreason.methods.kg_reasoner.space import (
     KGR_FORMAT_ERROR,
     KGR_NOTHING_TO_BACKTRACK,
     KGR_UNKNOWN_ENTITY,
+    KGReasonerState,
 )
 from kgreason.models import CausalLMPolicy
 from kgreason.rankers import DenseRanker, GATEntityRanker
@@ -46,7 +47,7 @@ def test_search_shows_both_directions_and_resumes_inside_the_thought(demo_oxigra
     # a name from the triples is searchable; the explored path grows
     r = env.step("Moscow is the city. <search> Moscow </search>")
     assert r.error is None and "(Moscow, location.location.containedby, Russia)" in r.observation
-    assert env.state.extra["tree"].current.path() == [dostoevsky.topic_entities[0].id, demo_oxigraph.lookup("Moscow")[0]]
+    assert env.state.of(KGReasonerState).tree.current.path() == [dostoevsky.topic_entities[0].id, demo_oxigraph.lookup("Moscow")[0]]
     r = env.step("So Russia. </think>\n<answer>Russia</answer>")
     assert r.done and f1(r.answer, dostoevsky.answers) == 1.0
 
@@ -59,7 +60,7 @@ def test_backtrack_offers_the_next_best_neighbours_in_rank_order(demo_oxigraph, 
     first = env.step("<search> Fyodor Dostoevsky </search>")
     shown = [line for line in first.observation.splitlines() if line.startswith("(")]
     assert len(shown) == 3 and "more neighbours of Fyodor Dostoevsky not shown" in first.observation
-    top = env.state.extra["shown"][dostoevsky.topic_entities[0].id]
+    top = env.state.of(KGReasonerState).shown[dostoevsky.topic_entities[0].id]
     env.step(f"<search> {top[0][2]} </search>")  # the best candidate, then a dead end
     r = env.step(f"Wrong way. <search> {top[0][2]}, backtrack </search>")
     assert r.error is None and "Backtracked to Fyodor Dostoevsky; its next candidate:" in r.observation
