@@ -110,6 +110,9 @@ def validate_config(cfg: DictConfig) -> None:
                 resolve_bf16(cfg[group].bf16)
             except ValueError as e:
                 raise ConfigError(f"{group}.{e}") from None
+    from kgreason.validation import check_values  # ranges, types, paths, installed extras
+
+    check_values(cfg)
     from kgreason.compat import check_compatible  # every part's declarations against the others'
 
     check_compatible(cfg)

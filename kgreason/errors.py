@@ -29,6 +29,11 @@ class KBUnavailable(KBError):
     """The KB cannot be reached (endpoint down, connection refused, store closed)."""
 
 
+class KBMalformedAnswer(KBUnavailable):
+    """The endpoint answered something that is not a SPARQL result (a bad status line, an
+    oversized header, JSON of another shape): the endpoint failed, not the query."""
+
+
 class KBTruncated(KBError):
     """The result exceeded the row cap, or the engine silently cut it.
 

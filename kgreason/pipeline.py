@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -26,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 # only the config checks load before the command line is known to be good; torch,
 # Lightning, transformers and the KBs load after (a typo is answered in about a second)
 from kgreason.config import CONFIG_DIR, check_overrides, validate_config
-from kgreason.errors import ConfigError
+from kgreason.errors import ConfigError, KGReasonError
 
 if TYPE_CHECKING:
     import lightning as L
@@ -166,10 +168,32 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     end_stage(tr)
     if tr.is_global_zero:
         save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
+        # what a resumed run reports of the cold start it does not redo
+        (out / "checkpoints" / "cold_start.json").write_text(json.dumps(
+            {"sft_trajectories": len(trajs), "cold_start_report": getattr(p.cold_start, "report", None)},
+            default=str))
         # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
         (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
     annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)
+
+
+def resume_cold_start(p: Parts, out: Path, results: dict[str, Any]) -> None:
+    """Give a resumed run the killed run's cold start: its SFT weights, which RL's reference
+    and the saved policy build on (``reinforce`` merges them as an uninterrupted run does),
+    and what ``results.json`` said of it."""
+    import torch
+
+    sft = out / "checkpoints" / "policy_sft.pt"
+    if sft.is_file():
+        p.policy.load_checkpoint_state(torch.load(sft, map_location="cpu"))
+        log.info("resuming on the cold start's weights (%s)", sft)
+    record = out / "checkpoints" / "cold_start.json"
+    if record.is_file():
+        kept = json.loads(record.read_text(encoding="utf-8"))
+        results["sft_trajectories"] = kept.get("sft_trajectories")
+        if kept.get("cold_start_report"):
+            results["cold_start_report"] = kept["cold_start_report"]
 
 
 def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
@@ -215,7 +239,15 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> dict[str, Any]:
-    results = run(cfg)
+    try:
+        results = run(cfg)
+    except KGReasonError as e:
+        # a user's error (a bad file, a KB that went away): one line, no traceback, unless
+        # asked for (HYDRA_FULL_ERROR=1); a sweep job raises, so the sweep reports it
+        if os.environ.get("HYDRA_FULL_ERROR") == "1" or HydraConfig.get().mode != RunMode.RUN:
+            raise
+        log.error("%s: %s", type(e).__name__, e)
+        sys.exit(f"{type(e).__name__}: {e}")
     from kgreason.training import leave_process_group
 
     leave_process_group()  # trainer=ddp: every process, after a clean end only
@@ -259,6 +291,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             from kgreason.training import annotate_sft_losses
 
             annotate_sft_losses(p.train, json.loads((out / "sft_losses.json").read_text(encoding="utf-8")))
+        resume_cold_start(p, out, results)
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get
@@ -298,13 +331,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results["cost"] = cost.as_dict()
     (out / "results.json").write_text(json.dumps(results, indent=2))
     choices = HydraConfig.get().runtime.choices
-    md = [f"# Results: method={choices.get('method')} preset={choices.get('preset')}"]
+    # what a reader needs to tell two runs apart: the method, the preset, and the KB and questions
+    what = " ".join(f"{g}={choices.get(g)}" for g in ("method", "preset", "kb", "data"))
+    md = [f"# Results: {what}"]
     md += [r.markdown(k) for k, r in reports.items()]
     md.append(cost.markdown())
     (out / "results.md").write_text("\n\n".join(md) + "\n")
     from kgreason.eval.plots import plot_run  # the runner extra: matplotlib, pandas
 
-    plot = plot_run(out, title=f"method={choices.get('method')} preset={choices.get('preset')}  ({out.name})")
+    plot = plot_run(out, title=f"{what}  ({out.name})")
     results["plots"] = [str(plot)] if plot else []
     for k, r in reports.items():
         print(f"[{k}] dev F1 {r.overall['f1']:.3f}  Hit@1 {r.overall['hit1']:.3f}  (n={r.overall['n']})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import random
 from collections.abc import Sequence
 from typing import TypeVar
@@ -104,14 +105,50 @@ def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limi
     return sample_subset(remaining, train_limit, seed), held
 
 
+log = logging.getLogger(__name__)
+
+UNANSWERED = ("drop", "fail")
+
+
+def answered(samples: list[KBQASample], unanswered: str = "drop", what: str = "questions") -> list[KBQASample]:
+    """``samples`` less the questions with no gold answer, which no metric can score (an
+    empty prediction would match an empty gold set: F1 1.0).
+
+    Args:
+        unanswered: ``"drop"`` them, named in a warning, or ``"fail"`` with a
+            :class:`DatasetError` naming them.
+
+    >>> from kgreason.types import Entity
+    >>> qs = [KBQASample("a", "?", answers=[]), KBQASample("b", "?", answers=[Entity("m.1", "X")])]
+    >>> [q.id for q in answered(qs)]
+    ['b']
+    >>> answered(qs, "fail")
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.DatasetError: 1 of 2 questions have no gold answer (a); data.unanswered=drop leaves them out
+    """
+    if unanswered not in UNANSWERED:
+        raise DatasetError(f"data.unanswered={unanswered!r}: choose one of {', '.join(UNANSWERED)}")
+    empty = [q.id for q in samples if not q.answers]
+    if not empty:
+        return samples
+    ids = ", ".join(empty[:10]) + (f", … ({len(empty) - 10} more)" if len(empty) > 10 else "")
+    if unanswered == "fail":
+        raise DatasetError(f"{len(empty)} of {len(samples)} {what} have no gold answer ({ids}); "
+                           "data.unanswered=drop leaves them out")
+    log.warning("left out %d of %d %s without a gold answer: %s", len(empty), len(samples), what, ids)
+    return [q for q in samples if q.answers]
+
+
 def load_splits(name: str, path: str | None = None, train_split: str = "train", eval_split: str = "dev",
                 train_limit: int | None = None, eval_limit: int | None = None, seed: int = 0,
-                stratify: str | None = None, **kwargs) -> tuple[list, list]:
+                stratify: str | None = None, unanswered: str = "drop", **kwargs) -> tuple[list, list]:
     """Load a dataset's training and evaluation questions (the ``data`` config group).
 
     The evaluation subset is drawn first (``seed + 1``); when both splits are the same,
-    its questions are removed from training (:func:`train_eval_split`). ``kwargs`` go to
-    the dataset loader (e.g. MetaQA's ``hops``).
+    its questions are removed from training (:func:`train_eval_split`). Questions without
+    a gold answer are left out, named in a warning (``unanswered="fail"``: an error).
+    ``kwargs`` go to the dataset loader (e.g. MetaQA's ``hops``).
 
     >>> train, dev = load_splits("demo", eval_limit=5)
     >>> len(dev), len(set(q.id for q in train) & set(q.id for q in dev))
@@ -119,8 +156,10 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
     """
     from kgreason.data.datasets import load_dataset
 
-    train_pool = load_dataset(name, path, split=train_split, **kwargs)
-    eval_pool = train_pool if eval_split == train_split else load_dataset(name, path, split=eval_split, **kwargs)
+    train_pool = answered(load_dataset(name, path, split=train_split, **kwargs), unanswered,
+                          f"questions of split {train_split!r}")
+    eval_pool = train_pool if eval_split == train_split else answered(
+        load_dataset(name, path, split=eval_split, **kwargs), unanswered, f"questions of split {eval_split!r}")
     for key, split, pool in (("train_split", train_split, train_pool), ("eval_split", eval_split, eval_pool)):
         if not pool:
             raise DatasetError(f"data.{key}={split!r}: dataset {name!r} has no questions in that split"

@@ -3,6 +3,7 @@
 from kgreason.errors import (
     KBError,
     KBForbiddenQuery,
+    KBMalformedAnswer,
     KBQueryError,
     KBTimeout,
     KBTruncated,
@@ -28,7 +29,7 @@ from kgreason.kb.triplestore import SubgraphNotFound, TripleStoreKB
 
 __all__ = [
     "FREEBASE", "CachedKB", "GENERIC", "METAQA", "KBError", "KBForbiddenQuery", "KBQueryError", "KBSchema",
-    "KBTimeout", "KBTruncated", "KBUnavailable", "KnowledgeBase", "OxigraphKB", "RelationPattern", "Row",
+    "KBMalformedAnswer", "KBTimeout", "KBTruncated", "KBUnavailable", "KnowledgeBase", "OxigraphKB", "RelationPattern", "Row",
     "SparqlEndpointKB", "SubgraphNotFound", "TripleStoreKB", "check_read_only", "enumerate_patterns", "load_metaqa_kb",
     "load_rdf_kb", "load_rog_subgraphs", "load_tsv_kb", "read_metaqa_triples", "read_tsv_triples",
     "write_ntriples",

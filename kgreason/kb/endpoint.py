@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import http.client
 import json
 import re
 import socket
+import threading
 import time
 import urllib.error
+import urllib.request
 from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
-from SPARQLWrapper.SPARQLExceptions import (
-    EndPointInternalError,
-    EndPointNotFound,
-    QueryBadFormed,
-    SPARQLWrapperException,
-)
 
-from kgreason.errors import KBQueryError, KBTimeout, KBTruncated, KBUnavailable
+from kgreason.errors import (
+    KBError,
+    KBMalformedAnswer,
+    KBQueryError,
+    KBTimeout,
+    KBTruncated,
+    KBUnavailable,
+)
 from kgreason.kb.base import KnowledgeBase, Row
 from kgreason.kb.schema import FREEBASE, KBSchema
 from kgreason.types import XSD, Term
@@ -33,6 +37,7 @@ _CONNECTION_ERRORS = (
 
 _BINDINGS = re.compile(r'"bindings"\s*:\s*\[')
 _VARS = re.compile(r'"vars"\s*:\s*(\[[^\]]*\])')
+_VARS_KEY = re.compile(r'"vars"\s*:')
 _CHUNK = 1 << 16
 
 
@@ -68,11 +73,17 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
     while True:
         if deadline is not None and time.monotonic() > deadline:
             raise KBTimeout("the endpoint's answer did not arrive within the time budget")
-        chunk = response.read(_CHUNK)
+        # read1: what has arrived, so the deadline is checked between trickled bytes too
+        chunk = response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK)
         buf += text.decode(chunk, final=not chunk)
         if not inside and (m := _BINDINGS.search(buf)):
             v = _VARS.search(buf, 0, m.start())
-            vars_ = json.loads(v.group(1)) if v else None
+            try:
+                vars_ = json.loads(v.group(1)) if v else None
+            except json.JSONDecodeError:
+                raise KBMalformedAnswer(f"the endpoint's head.vars is not a JSON list: {v.group(1)[:60]!r}") from None
+            if v is None and _VARS_KEY.search(buf, 0, m.start()):
+                raise KBMalformedAnswer("the endpoint's head.vars is not a list")
             buf, inside = buf[m.end():], True
         if inside:
             pos = 0
@@ -108,6 +119,124 @@ def _binding_to_term(b: dict[str, Any], schema: KBSchema) -> Term:
     if kind in ("literal", "typed-literal"):  # Virtuoso says typed-literal
         return Term.literal(b["value"], b.get("datatype"), b.get("xml:lang"))
     return Term("bnode", b["value"])
+
+
+class _Deadline:
+    """An answer's overall time budget: at ``timeout_s`` from now it shuts the connection's
+    socket, which ends any read blocked on it (a header or body trickled a byte at a time
+    never trips the per-read socket timeout)."""
+
+    def __init__(self, timeout_s: float | None):
+        self.at = time.monotonic() + timeout_s if timeout_s else None
+        self.fired = False
+        self._timers: list[threading.Timer] = []
+
+    def arm(self, sock: socket.socket) -> None:
+        if self.at is None:
+            return
+        timer = threading.Timer(max(0.0, self.at - time.monotonic()), self._fire, (sock,))
+        timer.daemon = True
+        timer.start()
+        self._timers.append(timer)
+
+    def _fire(self, sock: socket.socket) -> None:
+        self.fired = True
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        for t in self._timers:
+            t.cancel()
+
+
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """A urllib opener whose HTTP(S) connections ``deadline`` arms once connected."""
+
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.arm(self.sock)
+
+    class SecureConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.arm(self.sock)
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req):  # noqa: ANN001 - urllib's signature
+            return self.do_open(Connection, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):  # noqa: ANN001
+            return self.do_open(SecureConnection, req)
+
+    return urllib.request.build_opener(Handler, SecureHandler)
+
+
+def _http_error(e: urllib.error.HTTPError, url: str) -> KBError:
+    """The typed error of an HTTP error status (the body says why)."""
+    try:
+        body = e.read(4096).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - the status alone still types it
+        body = ""
+    msg = " ".join(body.split())[:300]
+    low = msg.lower()
+    if e.code == 404:
+        return KBUnavailable(f"no SPARQL endpoint at {url}: HTTP 404 {msg[:200]}")
+    if e.code in (502, 503, 504):
+        return KBUnavailable(f"{url} is unavailable: HTTP {e.code} {msg[:200]}")
+    # SR171: Virtuoso ran out of MaxQueryExecutionTime; "estimated execution time ...
+    # exceeds the limit": it refused up front for the same budget
+    if "SR171" in msg or "timed out" in low or "timeout" in low or "estimated execution time" in low:
+        return KBTimeout(f"endpoint timed out: {msg[:200]}")
+    if e.code == 400:
+        return KBQueryError(f"SPARQL rejected by the endpoint: {msg}")
+    return KBQueryError(f"HTTP {e.code} from {url}: {msg}")
+
+
+_TERM_TYPES = {"uri", "literal", "typed-literal", "bnode"}
+
+
+def validate_results(data: Any, url: str = "the endpoint") -> dict[str, Any]:
+    """``data`` if it has the shape of the SPARQL 1.1 Query Results JSON Format, else
+    :class:`KBMalformedAnswer` naming what is wrong.
+
+    >>> validate_results({"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "uri", "value": "a"}}]}})
+    {'head': {'vars': ['x']}, 'results': {'bindings': [{'x': {'type': 'uri', 'value': 'a'}}]}}
+    >>> validate_results([1, 2, 3])
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.KBMalformedAnswer: the endpoint answered a list, not a SPARQL JSON result object
+    """
+
+    def bad(what: str) -> KBMalformedAnswer:
+        return KBMalformedAnswer(f"{url} answered {what}")
+
+    if not isinstance(data, dict):
+        raise bad(f"a {type(data).__name__}, not a SPARQL JSON result object")
+    if "boolean" in data:
+        if not isinstance(data["boolean"], bool):
+            raise bad(f"an ASK result whose boolean is {data['boolean']!r}")
+        return data
+    head, results = data.get("head"), data.get("results")
+    if not isinstance(head, dict):
+        raise bad("a result without a head object")
+    vars_ = head.get("vars", [])
+    if not isinstance(vars_, list) or not all(isinstance(v, str) for v in vars_):
+        raise bad(f"head.vars {str(vars_)[:60]}, not a list of names")
+    if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
+        raise bad("a result without a results.bindings list")
+    for b in results["bindings"]:
+        if not isinstance(b, dict):
+            raise bad(f"a binding {str(b)[:60]}, not an object")
+        for name, term in b.items():
+            if not isinstance(term, dict) or term.get("type") not in _TERM_TYPES \
+                    or not isinstance(term.get("value"), str):
+                raise bad(f"a term {str(term)[:60]} for ?{name[:40]} without a type and a string value")
+            for key in ("datatype", "xml:lang"):
+                if key in term and not isinstance(term[key], str):
+                    raise bad(f"a term whose {key} is {str(term[key])[:40]}")
+    return data
 
 
 class SparqlEndpointKB(KnowledgeBase):
@@ -156,54 +285,56 @@ class SparqlEndpointKB(KnowledgeBase):
             # graph, its own system graph included
             self._client.addDefaultGraph(default_graph)
 
-    def _request(self, sparql: str, timeout_s: float | None) -> Any:
+    def _request(self, sparql: str, timeout_s: float | None, deadline: _Deadline) -> Any:
         self._client.setQuery(sparql)
-        self._client.setTimeout(int(timeout_s) if timeout_s and timeout_s >= 1 else (1 if timeout_s else 0))
+        # SPARQLWrapper builds the request (method, headers, encoding); it is sent through an
+        # opener whose connections the deadline can cut: a socket timeout bounds each read,
+        # not an answer trickled a byte at a time
+        request = self._client._createRequest()
+        opener = _opener(deadline)
         delay = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
-                return self._client.query().response
-            except QueryBadFormed as e:
-                raise KBQueryError(f"SPARQL rejected by the endpoint: {_msg(e)}") from None
-            except EndPointInternalError as e:
-                msg = _msg(e)
-                low = msg.lower()
-                # SR171: Virtuoso ran out of MaxQueryExecutionTime; "estimated execution
-                # time ... exceeds the limit": it refused up front for the same budget.
-                if "SR171" in msg or "timed out" in low or "timeout" in low or "estimated execution time" in low:
-                    raise KBTimeout(f"endpoint timed out: {msg[:200]}") from None
-                raise KBQueryError(f"endpoint error: {msg[:300]}") from None
-            except EndPointNotFound as e:
-                raise KBUnavailable(f"no SPARQL endpoint at {self.url}: {_msg(e)[:200]}") from None
-            except TimeoutError:
-                raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+                return opener.open(request, timeout=timeout_s)
             except urllib.error.HTTPError as e:
-                raise KBQueryError(f"HTTP {e.code} from {self.url}") from None
-            except (urllib.error.URLError, *_CONNECTION_ERRORS) as e:
+                raise _http_error(e, self.url) from None
+            except (urllib.error.URLError, *_CONNECTION_ERRORS, TimeoutError, OSError) as e:
                 reason = getattr(e, "reason", e)
-                if isinstance(reason, TimeoutError | socket.timeout):
+                if deadline.fired or isinstance(reason, TimeoutError | socket.timeout):
                     raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
                 if attempt == self.retries:
                     raise KBUnavailable(f"cannot reach {self.url}: {reason}") from None
                 time.sleep(delay)
                 delay *= 2
-            except SPARQLWrapperException as e:
-                raise KBQueryError(str(e)) from None
+            except http.client.HTTPException as e:  # a bad status line, an oversized header
+                if deadline.fired:
+                    raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+                raise KBMalformedAnswer(f"{self.url} sent a malformed HTTP answer: {type(e).__name__}: "
+                                        f"{str(e)[:120]}") from None
         raise AssertionError("unreachable")
 
     def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
         timeout_s = timeout_s if timeout_s is not None else self.timeout_s
-        deadline = time.monotonic() + timeout_s if timeout_s else None
-        response = self._request(sparql, timeout_s)
-        headers = response.info()
+        deadline = _Deadline(timeout_s)
         try:
-            vars_, bindings, text = read_bindings(response, limit, deadline, self.max_body_chars)
-        except TimeoutError:
-            raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
-        except _CONNECTION_ERRORS as e:
-            raise KBUnavailable(f"{self.url} went away mid-answer: {e}") from None
+            response = self._request(sparql, timeout_s, deadline)
+            headers = response.info()
+            try:
+                vars_, bindings, text = read_bindings(response, limit, deadline.at, self.max_body_chars)
+            except TimeoutError:
+                raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+            except (*_CONNECTION_ERRORS, OSError, http.client.HTTPException) as e:
+                if deadline.fired:
+                    raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+                raise KBUnavailable(f"{self.url} went away mid-answer: {e}") from None
+            except KBUnavailable:
+                if deadline.fired:  # the deadline cut the connection: the answer ended early
+                    raise KBTimeout(f"no answer from {self.url} within {timeout_s}s") from None
+                raise
+            finally:
+                response.close()  # stops the transfer of what is not needed
         finally:
-            response.close()  # stops the transfer of what is not needed
+            deadline.cancel()
         if bindings is None:  # no bindings array: an ASK answer or an error text
             try:
                 data = json.loads(text)
@@ -213,11 +344,12 @@ class SparqlEndpointKB(KnowledgeBase):
                 # a cut or garbled body: the endpoint (or a proxy) failed, not the query
                 raise KBUnavailable(f"endpoint returned invalid JSON: {text[-120:]!r}") from None
         else:
-            data = {"head": {"vars": vars_}, "results": {"bindings": bindings}}
+            data = {"head": {"vars": vars_ if vars_ is not None else []}, "results": {"bindings": bindings}}
+        data = validate_results(data, self.url)
         if "boolean" in data:
             return [{"ask": Term.literal("true" if data["boolean"] else "false", XSD + "boolean")}]
-        bindings = data.get("results", {}).get("bindings", [])
-        if data.get("head", {}).get("vars") == ["__ASK_RETVAL"]:  # Virtuoso's ASK answer
+        bindings = data["results"]["bindings"]
+        if data["head"].get("vars") == ["__ASK_RETVAL"]:  # Virtuoso's ASK answer
             yes = bool(bindings) and bindings[0].get("__ASK_RETVAL", {}).get("value") in ("1", "true")
             return [{"ask": Term.literal("true" if yes else "false", XSD + "boolean")}]
         rows = [
@@ -231,11 +363,17 @@ class SparqlEndpointKB(KnowledgeBase):
                     rows=rows, cap=len(rows),
                 )
             max_rows = headers.get("X-SPARQL-MaxRows")
-            if max_rows and len(bindings) >= int(max_rows) and len(bindings) < limit:
-                raise KBTruncated(
-                    f"the endpoint silently cut the result at {max_rows} rows (ResultSetMaxRows)",
-                    rows=rows, cap=int(max_rows),
-                )
+            if max_rows is not None:
+                try:
+                    cap = int(max_rows)
+                except ValueError:
+                    raise KBMalformedAnswer(f"{self.url} sent X-SPARQL-MaxRows: {max_rows[:40]!r}, "
+                                            "not a number") from None
+                if len(bindings) >= cap and len(bindings) < limit:
+                    raise KBTruncated(
+                        f"the endpoint silently cut the result at {cap} rows (ResultSetMaxRows)",
+                        rows=rows, cap=cap,
+                    )
         return rows
 
     def __repr__(self) -> str:

@@ -21,19 +21,42 @@ from dataclasses import dataclass
 
 from kgreason.errors import KBForbiddenQuery, KBQueryError
 
+# SPARQL 1.1's terminals (§19.8): a keyword is a token only where the grammar's lexer would
+# make one, so no language tag, number or prefixed name can hide one ("'a'@en.SERVICE" is
+# LANGTAG "@en", ".", keyword SERVICE, as the engine reads it)
+_PN_CHARS_BASE = ("A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c-\u200d"
+                  "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd\U00010000-\U000effff")
+_PN_CHARS_U = _PN_CHARS_BASE + "_"
+_PN_CHARS = _PN_CHARS_U + "\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
+_PLX = r"%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%]"
+_PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"
+_PN_LOCAL = f"(?:[{_PN_CHARS_U}:0-9]|{_PLX})(?:(?:[{_PN_CHARS}.:]|{_PLX})*(?:[{_PN_CHARS}:]|{_PLX}))?"
+_VARNAME = f"[{_PN_CHARS_U}0-9][{_PN_CHARS_U}0-9\u00b7\u0300-\u036f\u203f-\u2040]*"
+_EXPONENT = r"[eE][+-]?[0-9]+"
+
 _TOKEN = re.compile(
-    r"""
+    rf"""
     (?P<ws>\s+)
   | (?P<comment>\#[^\n\r]*)  # SPARQL ends a comment at \n or \r
   | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
-               |'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)  # SPARQL's IRIREF [139]: a no-break space is part of it
-  | (?P<var>[?$][A-Za-z0-9_\u00b7\u00c0-\uffff]+)
-  | (?P<word>[A-Za-z_\u00c0-\uffff][A-Za-z0-9_\-.\u00b7\u00c0-\uffff]*:?[A-Za-z0-9_\-.:%\u00c0-\uffff]*)
+               |'(?:[^'\\\n\r]|\\.)*'|"(?:[^"\\\n\r]|\\.)*")
+  | (?P<iri><[^<>"{{}}|^`\\\x00-\x20]*>)  # IRIREF [139]: a no-break space is part of it
+  | (?P<langtag>@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*)
+  | (?P<var>[?$]{_VARNAME})
+  | (?P<bnode>_:[{_PN_CHARS_U}0-9](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?)
+  | (?P<pname>(?:{_PN_PREFIX})?:(?:{_PN_LOCAL})?)
+  | (?P<number>[0-9]+\.[0-9]*{_EXPONENT}|\.?[0-9]+{_EXPONENT}|[0-9]*\.[0-9]+|[0-9]+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)  # keywords, built-in names, 'a'
+  | (?P<op>\|\||&&|!=|<=|>=|\^\^|[-+*/|^!=<>])
   | (?P<other>.)
     """,
     re.VERBOSE | re.DOTALL,
 )
+#: a chain of operators at one bracket level: an expression's terms or a property path's
+#: steps (each a level of the engine's recursive evaluation)
+MAX_CHAIN = 256
+#: tokens of one query (a 10,000-term sum is 20,000 tokens; real queries stay under 500)
+MAX_TOKENS = 4_096
 
 _READ_FORMS = {"SELECT", "ASK"}
 _OTHER_QUERY_FORMS = {"CONSTRUCT", "DESCRIBE"}
@@ -64,36 +87,48 @@ class QueryInfo:
 
 
 def _keywords(query: str) -> list[str]:
-    """The query's keywords, upper-cased; raises on a call outside the allow-list or too deep nesting."""
+    """The query's keywords, upper-cased; raises on a call outside the allow-list, too deep
+    nesting, too many tokens or too long an operator chain."""
     words: list[str] = []
     prefixes: dict[str, str] = {}
     callee: str | None = None  # the token a '(' would make a function call
     depth = 0
+    chains = [0]  # operators since the last separator, per open bracket
     pos = 0
-    toks = list(_TOKEN.finditer(query))
+    toks = [m for m in _TOKEN.finditer(query) if m.lastgroup not in ("ws", "comment")]
+    if len(toks) > MAX_TOKENS:
+        raise KBQueryError(f"the query has {len(toks):,} tokens; the limit is {MAX_TOKENS:,}")
     for i, m in enumerate(toks):
-        if m.start() != pos:  # unreachable: 'other' matches any char; kept as a guard
+        if m.start() < pos:  # unreachable: 'other' matches any char; kept as a guard
             raise KBQueryError("could not tokenise the query")
         pos = m.end()
         kind, text = m.lastgroup, m.group()
-        if kind in ("ws", "comment"):
-            continue
         if kind == "other" and text == "(" and callee is not None:
             _check_callee(callee, prefixes)
         if kind == "other" and text in "({[":
             depth += 1
+            chains.append(0)
             if depth > MAX_NESTING:
                 raise KBQueryError(f"the query nests brackets deeper than {MAX_NESTING}")
         elif kind == "other" and text in ")}]":
             depth -= 1
-        callee = text if kind in ("word", "iri") else None
-        if kind == "word" and ":" not in text:
+            if len(chains) > 1:
+                chains.pop()
+        elif kind == "op":
+            chains[-1] += 1
+            if chains[-1] > MAX_CHAIN:
+                raise KBQueryError(f"an expression or property path of the query chains more than {MAX_CHAIN} "
+                                   "operators")
+        elif kind == "other" and text in ".;,":
+            chains[-1] = 0
+        callee = text if kind in ("word", "pname", "iri") else None
+        if kind == "word":
             words.append(text.upper())
-        elif kind == "word" and words and words[-1] == "PREFIX" and text.endswith(":"):
-            nxt = next((t for t in toks[i + 1:] if t.lastgroup != "ws"), None)
+        elif kind == "pname" and words and words[-1] == "PREFIX" and text.endswith(":"):
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
             if nxt is not None and nxt.lastgroup == "iri":
                 prefixes[text[:-1]] = nxt.group()[1:-1]
-        elif kind == "string" and not text.endswith(text[0]):
+        elif kind == "other" and text in "'\"":  # a quote no string token closed
             raise KBQueryError("unterminated string literal in query")
     return words
 

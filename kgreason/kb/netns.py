@@ -53,6 +53,31 @@ def available() -> bool:
         return False
 
 
+def isolated(cmd: list[str]) -> list[str]:
+    """The command line that runs ``cmd`` with no network at all (not even a loopback):
+    for a process that talks to its parent through pipes only, such as the embedded
+    store's query worker (:mod:`kgreason.kb.query_process`).
+
+    Raises:
+        KBUnavailable: the host cannot create network namespaces.
+    """
+    if not available():
+        raise KBUnavailable("no network namespace on this host (needs Linux `unshare` and root or unprivileged "
+                            "user namespaces)")
+    return [shutil.which("unshare") or "unshare", *_UNSHARE, *cmd]
+
+
+def wanted(sandbox: bool | None) -> bool:
+    """Whether to isolate a process: ``True`` requires it (``KBUnavailable`` where the host
+    cannot), ``None`` isolates where the host can, ``False`` never does."""
+    if sandbox is None:
+        return available()
+    if sandbox and not available():
+        raise KBUnavailable("sandbox=True, but this host has no network namespaces (needs Linux `unshare` and "
+                            "root or unprivileged user namespaces); pass sandbox=None or False")
+    return bool(sandbox)
+
+
 def sandboxed(ports: dict[int, int], cmd: list[str]) -> tuple[list[str], tuple[int, ...], list[socket.socket]]:
     """The command line that runs ``cmd`` in a new network namespace.
 

@@ -33,6 +33,7 @@ import pyoxigraph as ox
 
 from kgreason import errors
 from kgreason.errors import KBError, KBQueryError, KBTimeout, KBUnavailable
+from kgreason.kb import netns
 from kgreason.kb.schema import KBSchema
 
 _HEADER = struct.Struct("!Q")
@@ -81,7 +82,8 @@ class QueryProcess:
         path: the on-disk store's directory, or ``None`` for an in-memory store.
     """
 
-    def __init__(self, store: ox.Store, schema: KBSchema, path: str | Path | None = None):
+    def __init__(self, store: ox.Store, schema: KBSchema, path: str | Path | None = None,
+                 sandbox: bool | None = None):
         if os.name != "posix":
             raise KBUnavailable("killable queries need a POSIX system; pass timeout_s=None to the OxigraphKB")
         dump_dir = None
@@ -93,6 +95,9 @@ class QueryProcess:
             store.flush()
             source = ("disk", str(path))
         self._source, self._schema = source, schema
+        #: the worker runs with no network (:func:`kgreason.kb.netns.isolated`): a federated
+        #: query that got past the guard cannot open a connection
+        self.isolated = netns.wanted(sandbox)
         self._proc: subprocess.Popen | None = None
         self._ready = False
         self._lock = threading.Lock()
@@ -102,7 +107,8 @@ class QueryProcess:
     # ------------------------------------------------------------------ process
     def _spawn(self) -> None:
         """Start a worker and hand it the store; it loads while the caller goes on."""
-        proc = subprocess.Popen([sys.executable, "-m", "kgreason.kb.query_process"], stdin=subprocess.PIPE,
+        cmd = [sys.executable, "-m", "kgreason.kb.query_process"]
+        proc = subprocess.Popen(netns.isolated(cmd) if self.isolated else cmd, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._proc, self._ready = proc, False
         self.restarts += 1

@@ -62,16 +62,21 @@ class OxigraphServer:
     """``oxigraph serve-read-only`` over a store directory (needs the ``oxigraph`` wheel).
 
     ``timeout_s`` is the server's own limit per query: a client that gave up on a query
-    (``KBTimeout``) does not stop it, the server's limit does.
+    (``KBTimeout``) does not stop it, the server's limit does. ``sandbox`` runs it in a
+    network namespace of its own with its port relayed to 127.0.0.1
+    (:mod:`kgreason.kb.netns`), so a federated query that got past the guard reaches no
+    host: ``None`` where the host can, ``True`` always, ``False`` never.
     """
 
-    def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = 30):
+    def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = 30,
+                 sandbox: bool | None = None):
         self.binary = shutil.which("oxigraph") or _venv_bin("oxigraph")
         if self.binary is None:
             raise KBUnavailable("the `oxigraph` binary is missing: pip install oxigraph")
         self.location = Path(location)
         self.port = port or free_port()
         self.timeout_s = timeout_s
+        self.sandbox = netns.wanted(sandbox)
         self.proc: subprocess.Popen | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 
@@ -100,7 +105,15 @@ class OxigraphServer:
                "--bind", f"127.0.0.1:{self.port}"]
         if self.timeout_s:
             cmd += ["--timeout-s", str(math.ceil(self.timeout_s))]  # the CLI takes whole seconds
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fds: tuple[int, ...] = ()
+        socks = []
+        if self.sandbox:
+            cmd, fds, socks = netns.sandboxed({self.port: self.port}, cmd)
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=fds)
+        finally:
+            for sock in socks:
+                sock.close()
         _wait_http(self.url + "?query=ASK%7B%7D", self.proc, 30, None)
         return self
 

@@ -76,7 +76,8 @@ def merged_copy(model):
         return out.float()
 
 
-def export_pretrained(policy, out: str | Path, base: str | None = None) -> dict[str, Path]:
+def export_pretrained(policy, out: str | Path, base: str | None = None,
+                      stop_strings: Sequence[str] = ()) -> dict[str, Path]:
     """Write ``merged/`` and, for a LoRA policy, ``adapter/`` under ``out``.
 
     Args:
@@ -84,6 +85,9 @@ def export_pretrained(policy, out: str | Path, base: str | None = None) -> dict[
         out: the folder to write.
         base: where the pre-trained model the adapter applies to is (its
             ``base_model_name_or_path``); ``None`` writes no adapter.
+        stop_strings: the action space's stop sequences, written to the merged model's
+            ``generation_config`` so that a plain ``generate(..., tokenizer=tok)`` stops
+            after a tool call as the rollouts do.
 
     Returns:
         ``{"merged": path, "adapter": path}`` for what was written.
@@ -94,6 +98,8 @@ def export_pretrained(policy, out: str | Path, base: str | None = None) -> dict[
     out = Path(out)
     written: dict[str, Path] = {}
     model = merged_copy(policy.model)
+    if stop_strings:
+        model.generation_config.stop_strings = list(stop_strings)
     model.save_pretrained(out / "merged")
     policy.tokenizer.save_pretrained(out / "merged")
     written["merged"] = out / "merged"
@@ -135,10 +141,20 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path | None = None) -> 
     policy.load_checkpoint_state(torch.load(ckpt, map_location="cpu"))
     name = cfg.model.policy.get("name")
     base = str(smollm2_float_copy()) if name == "smollm2-135m-instruct" else name
-    written = export_pretrained(policy, out or run / "export", base=base)
+    written = export_pretrained(policy, out or run / "export", base=base, stop_strings=_stop_strings(cfg))
     (Path(out or run / "export") / "export.json").write_text(json.dumps(
         {"checkpoint": str(ckpt), "base": base, **{k: str(v) for k, v in written.items()}}, indent=2))
     return written
+
+
+def _stop_strings(cfg) -> tuple[str, ...]:
+    """The stop sequences of the run's action space (none when it cannot be built alone)."""
+    from hydra.utils import instantiate
+
+    try:
+        return tuple(instantiate(cfg.env.space)().stop_sequences)
+    except Exception:  # noqa: BLE001 - a space of one's own that needs more than its config
+        return ()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,6 +35,20 @@ class RolloutStats:
         return self.generated_tokens / self.gen_time_s if self.gen_time_s else 0.0
 
 
+#: the error of a turn whose observation the response budget kept from the policy
+OUT_OF_BUDGET = "OUT_OF_BUDGET"
+
+
+def unseen(traj: Trajectory) -> None:
+    """Mark the last turn's observation as never seen: the response budget ended the
+    episode after the environment ran the turn's call but before its result entered the
+    context, so no reward may count what it revealed (a retrieval, a successful query)."""
+    last = traj.turns[-1]
+    last.observation, last.entities, last.relations = "", [], []
+    last.error = OUT_OF_BUDGET
+    traj.meta["truncated"] = "response_budget"
+
+
 class MultiTurnRollout:
     """Runs episodes of ``KGEnv``s with a generation engine.
 
@@ -108,6 +122,7 @@ class MultiTurnRollout:
                     if not r.done and self.max_response_tokens is not None \
                             and generated[i] >= self.max_response_tokens:
                         stats.truncated += 1  # out of response budget: ends unanswered
+                        unseen(traj)
                         continue
                     if not r.done:
                         obs = self.tokenizer(r.observation, add_special_tokens=False)["input_ids"]

@@ -237,6 +237,8 @@ class RLLitModule(L.LightningModule):
         data = None
         if kept.samples:
             data = self.make_batch(kept)
+            # sequences cut at objective.max_len: their ends (the answer, often) are not trained on
+            logs["train/max_len_cut"] = data.truncated / len(data)
             with torch.no_grad(), self.policy.autocast(self.bf16):
                 if not self.cfg.on_policy:
                     data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)

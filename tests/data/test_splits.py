@@ -70,3 +70,20 @@ def test_metaqa_smaller_stratified_draw_lies_inside_the_larger():
     for h in (1, 2, 3):
         first = [q.id for q in large if q.hops == h][:100]
         assert [q.id for q in small if q.hops == h] == first
+
+
+def test_questions_without_an_answer_are_left_out_or_refused_by_name(tmp_path, caplog):
+    """An empty prediction matches an empty gold set (F1 1.0): such questions would make up
+    a run's score, so the loader leaves them out, naming them, or refuses them."""
+    import json
+    import logging
+
+    rows = [{"id": f"q{i}", "question": f"Q{i}?", "answers": [] if i % 2 else ["m.1"]} for i in range(6)]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    with caplog.at_level(logging.WARNING):
+        train, dev = load_splits("jsonl", str(path), train_split="all", eval_split="all", eval_limit=2)
+    assert {q.id for q in train + dev} == {"q0", "q2", "q4"}
+    assert "left out 3 of 6 questions of split 'all' without a gold answer: q1, q3, q5" in caplog.text
+    with pytest.raises(DatasetError, match=r"3 of 6 questions of split 'all' have no gold answer \(q1, q3, q5\)"):
+        load_splits("jsonl", str(path), train_split="all", eval_split="all", unanswered="fail")

@@ -34,7 +34,9 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     assert list(bill["stages"]) == ["start", "eval/untrained", "cold_start", "rl", "eval/trained"]
     assert all(s["wall_s"] > 0 and s["cpu_s"] > 0 for s in bill["stages"].values())
     assert bill["training"]["cpu_s"] == pytest.approx(bill["stages"]["cold_start"]["cpu_s"] + bill["stages"]["rl"]["cpu_s"])
-    assert "| cold_start |" in (out / "results.md").read_text() and "CPU-minutes" in p.stdout
+    md = (out / "results.md").read_text()
+    assert "| cold_start |" in md and "CPU-minutes" in p.stdout
+    assert md.startswith("# Results: method=kg_r1 preset=smoke kb=demo data=demo")  # what tells runs apart
     noise = [n for n in ("FutureWarning", "GPU available", "Tip:", "validation_step", "LeafSpec", "past_key_values",
                          "/-2") if n in p.stdout + p.stderr]
     assert not noise, noise  # nothing a user cannot act on
@@ -55,6 +57,8 @@ def test_smoke_run_writes_every_artefact(tmp_path):
                         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ex.returncode == 0, ex.stderr[-2000:]
     assert (out / "export" / "merged" / "config.json").exists() and "merged:" in ex.stdout
+    gen = json.loads((out / "export" / "merged" / "generation_config.json").read_text())
+    assert gen["stop_strings"] == ["</kg-query>", "</answer>"]  # the run's action space's
 
     # evaluate the saved policy, then resume RL from the Lightning checkpoint
     ev = tmp_path / "eval"

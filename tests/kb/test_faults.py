@@ -26,6 +26,7 @@ from kgreason.errors import KBTimeout, KBUnavailable
 from kgreason.kb import SparqlEndpointKB
 from kgreason.kb.servers import OxigraphServer, free_port
 from tests.conftest import serve_oxigraph
+from tests.kb.sockets import AcceptLoop
 
 TIMEOUT_S = 2
 RETRIES = 1
@@ -51,7 +52,7 @@ KB_ERRORS = {"kg_r1": {"KG_SERVER_ERROR"}, "isp_dtpo": {"ISP_TIMEOUT", "ISP_NOT_
              "knowcoder_a1": {"KC_TIMEOUT", "KC_KB_ERROR"}}
 
 
-class FaultProxy:
+class FaultProxy(AcceptLoop):
     """A TCP proxy to the server that misbehaves on demand (``mode``).
 
     ``pass`` forwards; ``slow`` forwards the answer in 256-byte pieces 20 ms apart;
@@ -62,26 +63,15 @@ class FaultProxy:
     def __init__(self, upstream_port: int):
         self.upstream = upstream_port
         self.mode = "pass"
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self._stop = threading.Event()
         self._held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/query"
 
-    def _serve(self) -> None:
-        self.sock.settimeout(0.2)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn, self.mode), daemon=True).start()
+    def handle(self, conn: socket.socket) -> None:
+        self._handle(conn, self.mode)
 
     def _handle(self, conn: socket.socket, mode: str) -> None:
         try:
@@ -121,8 +111,7 @@ class FaultProxy:
             pass
 
     def close(self) -> None:
-        self._stop.set()
-        self.sock.close()
+        super().close()
         for c in self._held:
             c.close()
 

@@ -49,6 +49,9 @@ FORBIDDEN = [
     "SELECT (<http://example.org/f>(1) AS ?x) WHERE {}",  # a custom function IRI
     "PREFIX f: <http://example.org/> SELECT ?x WHERE { ?x ?p ?o FILTER(f:g(?o)) }",
     "SELECT ?s WHERE { ?s ?p ?o }\xa0;\xa0DROP ALL",  # outside an IRI a no-break space still separates
+    "SELECT * WHERE { ?s ?p 'Kenya'@en.SERVICE <http://127.0.0.1:9/x> { ?a ?b ?c } }",  # a language tag ends at '.'
+    "SELECT * WHERE { ?s ?p true.service SILENT <http://127.0.0.1:9/x> { ?a ?b ?c } }",
+    "SELECT * WHERE { ?s ?p 1.SERVICE <http://127.0.0.1:9/x> { ?a ?b ?c } }",
 ]
 
 ALLOWED = [
@@ -88,6 +91,9 @@ TOO_BIG = [
     "SELECT ?x WHERE { BIND(" + "(" * 5000 + "1" + ")" * 5000 + " AS ?x) }",  # overflows Oxigraph's parser
     "SELECT ?x WHERE { VALUES ?x { " + "1 " * 20_000 + "} }",
     "SELECT ?x WHERE { ?x ?p '\ud800' }",  # a lone surrogate
+    "SELECT ?x WHERE { BIND(" + "+".join(["1"] * 10_000) + " AS ?x) }",  # flat: segfaulted the engine
+    "SELECT ?x WHERE { BIND(" + "+".join(["1"] * 300) + " AS ?x) }",  # a chain of 299 operators
+    "SELECT ?o WHERE { <http://x/s> " + "/".join(["<http://x/p>"] * 1_000) + " ?o }",  # took 47 s
 ]
 
 

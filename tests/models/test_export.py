@@ -70,3 +70,14 @@ def test_combining_checks_the_stack():
         combine_adapters([a, {"n.lora_A.default.weight": torch.ones(1, 2)}])
     with pytest.raises(ValueError, match="not a LoRA weight"):
         combine_adapters([{"m.weight": torch.ones(1)}])
+
+
+def test_the_merged_model_stops_where_the_action_space_does(trained, tmp_path):
+    """A plain ``generate`` on the export stops after a tool call, as the rollouts do."""
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    policy, _ = trained
+    written = export_pretrained(policy, tmp_path, stop_strings=("</kg-query>", "</answer>"))
+    assert GenerationConfig.from_pretrained(written["merged"]).stop_strings == ["</kg-query>", "</answer>"]
+    assert AutoModelForCausalLM.from_pretrained(written["merged"]).generation_config.stop_strings == \
+        ["</kg-query>", "</answer>"]

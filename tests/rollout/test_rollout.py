@@ -423,3 +423,31 @@ def test_prefill_passes_project_one_position_onto_the_vocabulary(tiny):
         hook.remove()
     assert max(encoded) > 40  # the prefix and the buckets were encoded outside generate
     assert widths and max(widths) == 1, widths
+
+
+def test_an_observation_the_budget_kept_from_the_policy_earns_nothing(tiny, demo_oxigraph):
+    """The response budget ends an episode after the env ran the turn's query but before its
+    result entered the context: the reward must not count that query or what it showed."""
+    from kgreason.rewards import get
+    from kgreason.rollout.multiturn import OUT_OF_BUDGET
+
+    qs = [q for q in load_dataset("demo", split="dev") if expressible(q) and len(q.relation_path) > 1][:3]
+    reward = get("kg_r1")
+    for budget in (None, 1):
+        scripts = oracle_scripts(tiny, demo_oxigraph, qs, max_turns=10)
+        ro = MultiTurnRollout(ScriptedEngine(tiny.tokenizer, scripts), tiny.tokenizer, tiny.chat_ids,
+                              max_response_tokens=budget)
+        trajs, stats = ro.run([make_env("kg_r1", demo_oxigraph, max_turns=10) for _ in qs], qs)
+        outs = [reward(t, q) for t, q in zip(trajs, qs, strict=True)]
+        if budget is None:
+            assert stats.truncated == 0 and all(o.turn[0] > 0.5 for o in outs)  # format + a new query
+            continue
+        assert stats.truncated == len(qs)
+        for t, o in zip(trajs, outs, strict=True):
+            last = t.turns[-1]
+            assert len(t.turns) == 1 and last.error == OUT_OF_BUDGET and last.observation == ""
+            assert t.meta["truncated"] == "response_budget"
+            assert o.components["turn_kg"] == 0.0 and o.components["retrieval"] == 0.0
+            assert o.turn == [0.5]  # the format term only: w_fmt · 1
+            # what the policy saw is what was tokenised: no observation tokens after its turn
+            assert t.turn_index[-1] == 0 and t.loss_mask[-1] == 1

@@ -39,7 +39,7 @@ def test_rl_steps_update_lora_and_log(tmp_path, demo_oxigraph, advantage, kwargs
     assert all(torch.equal(p, frozen[n]) for n, p in pol.model.named_parameters() if not p.requires_grad)
     m = trainer.callback_metrics
     for key in ("train/reward", "train/f1", "train/kl", "train/entropy", "train/clip_frac", "train/turns",
-                "train/invalid_calls", "train/response_tokens", "reward/turn_format", "reward/retrieval"):
+                "train/invalid_calls", "train/max_len_cut", "train/out_of_budget", "train/response_tokens", "reward/turn_format", "reward/retrieval"):
         assert key in m, key
     rows = [json.loads(line) for line in sink.path.read_text().splitlines()]
     assert len(rows) == 2 * 2 * 2 and {r["step"] for r in rows} == {0, 1}  # 2 iterations × 2 questions × N=2
