@@ -180,6 +180,11 @@ def check_values(cfg: DictConfig, rules: tuple[Rule, ...] = RULES,
         present, value = _value(cfg, rule.key)
         if present and (why := check_rule(rule, value)) is not None:
             raise ConfigError(why)
+    present, on_policy = _value(cfg, "objective.on_policy")
+    if present and on_policy and cfg.objective.get("ppo_epochs", 1) != 1:
+        raise ConfigError(f"objective.on_policy=true is one update per batch; objective.ppo_epochs="
+                          f"{cfg.objective.ppo_epochs} would reuse the batch off-policy: set ppo_epochs=1, or "
+                          "on_policy=false for PPO's clipped ratio")
     for key, choices in CHOICES.items():
         present, value = _value(cfg, key)
         if present and value not in choices:

@@ -73,9 +73,22 @@ def _kinds(kind: str) -> dict[str, Any]:
 
 
 def score(pred: Sequence[Entity], gold: Sequence[Entity], rng: random.Random) -> dict[str, float]:
+    """One question's scores.
+
+    ``hit1`` is the first predicted answer's hit (Hit@1 as most KBQA work reads it);
+    ``hit`` is 1 when any predicted answer is a gold one: ISP/DTPO's Hit (paper 002 §5.1,
+    "at least one predicted answer appears in the gold answer set") and KG-R1's Hit@1
+    (paper 004 §4.1, "the gold answer appears in the single search"), which on an N-run
+    union is the paper's N-run Hit@1.
+
+    >>> a, b = Entity("m.1", "A"), Entity("m.2", "B")
+    >>> s = score([b, a], [a], random.Random(0))
+    >>> s["hit1"], s["hit"], s["em"]
+    (0.0, 1.0, 0.0)
+    """
     p, r, f = precision_recall_f1(pred, gold)
     return {"em": float(p == 1.0 and r == 1.0 and bool(pred)), "f1": f, "precision": p, "recall": r,
-            "hit1": hit_at_1(pred, gold),
+            "hit1": hit_at_1(pred, gold), "hit": float(any(matches(x, g) for x in pred for g in gold)),
             "rhit1": float(bool(pred) and any(matches(rng.choice(list(pred)), g) for g in gold))}
 
 
@@ -97,7 +110,7 @@ def outcome_kind(trajectory: Trajectory, gold: Sequence[Entity]) -> str:
 
 
 #: the per-question numbers every evaluation row holds, averaged by :func:`_mean`
-ROW_KEYS = ("em", "f1", "precision", "recall", "hit1", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
+ROW_KEYS = ("em", "f1", "precision", "recall", "hit1", "hit", "rhit1", "direct", "recovered", "gen_tokens", "llm_calls",
             "kb_calls", "latency_s")
 #: per-run scores of a sampled evaluation (``n_runs > 1``): :func:`run_scores`
 RUN_KEYS = ("pass_hit1", "pass_f1", "mean_f1")

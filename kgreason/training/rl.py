@@ -48,6 +48,8 @@ class RLConfig:
     mini_batch_size: int = 8
     clip_low: float = 0.2
     clip_high: float | None = None
+    #: one optimiser step per batch (its mini-batches' gradients accumulated), so the ratio
+    #: to the sampling policy is 1 by construction (KnowCoder-A1); needs ppo_epochs=1
     on_policy: bool = False
     kl_coef: float = 0.01
     kl_estimator: str = "k3"
@@ -170,6 +172,9 @@ class RLLitModule(L.LightningModule):
         self.make_env = make_env
         self.cfg = config or RLConfig()
         self.sink = sink
+        if self.cfg.on_policy and self.cfg.ppo_epochs != 1:
+            raise ValueError(f"on_policy=True is one update per batch; ppo_epochs={self.cfg.ppo_epochs} would reuse "
+                             "the batch off-policy (set ppo_epochs=1, or on_policy=false for PPO's clipped ratio)")
         self.estimator = get_advantage(self.cfg.advantage)
         #: the training passes' autocast (a bf16 policy autocasts everything already)
         self.bf16 = not policy.bf16 and resolve_bf16(self.cfg.bf16, policy.device, measure=True)
@@ -298,7 +303,9 @@ class RLLitModule(L.LightningModule):
         process makes the same number of updates (one with no rows left backpropagates a
         zero loss, so that the gradient all-reduce still meets), and each loss is weighted
         by the process's share of the aggregation units (:func:`aggregation_units`): the
-        averaged gradient is that of the combined mini-batch.
+        averaged gradient is that of the combined mini-batch. ``on_policy``: the
+        mini-batches' gradients, each weighted by its share of the whole batch's units,
+        accumulate into one optimiser step (mini-batches then only bound memory).
         """
         cfg = self.cfg
         opt = self.optimizers()
@@ -308,13 +315,25 @@ class RLLitModule(L.LightningModule):
         steps = -(-n // size)
         if world > 1:
             steps = int(self._reduce(steps, "max"))
+        # on-policy: the mini-batches' gradients add up to the whole batch's, and one optimiser
+        # step follows, so every row is scored by the weights that sampled it (ratio 1 holds)
+        batch_units = 0.0
+        if cfg.on_policy:
+            batch_units = aggregation_units(cfg.agg, data.loss_mask) if data is not None else 0.0
+            if world > 1:
+                batch_units = self._reduce(batch_units, "sum")
         agg: dict[str, list[float]] = {}
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(n)
+            if cfg.on_policy:
+                opt.zero_grad()
             for j in range(steps):
                 idx = perm[j * size : (j + 1) * size]
                 mb = None if data is None or not len(idx) else data.rows(idx)
-                if world > 1:
+                if cfg.on_policy:
+                    units = aggregation_units(cfg.agg, mb.loss_mask) if mb is not None else 0.0
+                    total = batch_units
+                elif world > 1:
                     units = aggregation_units(cfg.agg, mb.loss_mask) if mb is not None else 0.0
                     total = self._reduce(units, "sum")
                 else:  # one process: any aggregation, registered or not, weight 1
@@ -337,16 +356,25 @@ class RLLitModule(L.LightningModule):
                         ref_logp=mb.ref_logp, kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
                         entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
                     m["loss"] = float(loss.detach())
-                opt.zero_grad()
-                # × world: the all-reduce averages; × units / total: this process's share
+                if not cfg.on_policy:
+                    opt.zero_grad()
+                # × world: the all-reduce averages; × units / total: this mini-batch's share
+                # (of the processes' combined mini-batch, or on-policy of the whole batch)
                 self.manual_backward(loss * (units * world / total))
-                grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), cfg.max_grad_norm)
-                opt.step()
-                if m:
-                    m["grad_norm"] = float(grad_norm)
+                if not cfg.on_policy:
+                    stepped = self._step(opt)
+                    if m:  # a process with no rows here steps too (the all-reduce), but logs nothing
+                        m.update(stepped)
                 for k, v in m.items():
                     agg.setdefault(k, []).append(v)
+            if cfg.on_policy and batch_units:
+                agg.setdefault("grad_norm", []).append(self._step(opt)["grad_norm"])
         return {k: sum(v) / len(v) for k, v in agg.items()}
+
+    def _step(self, opt) -> dict[str, float]:  # noqa: ANN001 - Lightning's optimizer wrapper
+        grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), self.cfg.max_grad_norm)
+        opt.step()
+        return {"grad_norm": float(grad_norm)}
 
     def _reduce(self, value: float, op: str) -> float:
         return float(self.trainer.strategy.reduce(torch.tensor(float(value)), reduce_op=op))

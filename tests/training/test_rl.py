@@ -89,3 +89,38 @@ def test_bf16_rl_autocasts_the_training_passes_not_the_rollouts(demo_oxigraph):
     assert len(training) >= 6 and set(training) == {torch.bfloat16}
     assert all(p.dtype == torch.float32 for p in pol.model.parameters())
     assert any(not torch.equal(p, before[n]) for n, p in pol.model.named_parameters() if p.requires_grad)
+
+
+def _one_on_policy_iteration(mini_batch_size: int, on_policy: bool) -> tuple[int, dict[str, torch.Tensor]]:
+    """One RL iteration on 4 fixed rows: the optimiser steps taken and the adapters after."""
+    from kgreason.types import KBQASample
+    from tests.training.ddp_rl_worker import FixedExperience
+
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    config = RLConfig(mini_batch_size=mini_batch_size, ppo_epochs=1, lr=1e-2, kl_coef=0.0, on_policy=on_policy,
+                      iterations=1)
+    module = RLLitModule(policy, FixedExperience(), lambda: None, config)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=1, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]  # 2 rows each
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+    return trainer.global_step, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+
+
+def test_on_policy_is_one_optimiser_step_per_batch_whatever_the_mini_batches():
+    """KnowCoder-A1's objective: the ratio is 1 only if every row is scored by the weights that
+    sampled it, so mini-batches accumulate into one step (they used to step each, leaving the
+    later ones off-policy with no correction)."""
+    steps_whole, whole = _one_on_policy_iteration(4, on_policy=True)
+    steps_split, split = _one_on_policy_iteration(1, on_policy=True)
+    assert steps_whole == steps_split == 1
+    assert all(torch.allclose(whole[k], split[k], atol=1e-6) for k in whole)
+    steps_off, off = _one_on_policy_iteration(1, on_policy=False)
+    assert steps_off == 4 and not all(torch.allclose(whole[k], off[k], atol=1e-6) for k in whole)
+
+
+def test_on_policy_with_several_epochs_is_refused():
+    with pytest.raises(ValueError, match="on_policy=True is one update per batch; ppo_epochs=2"):
+        RLLitModule(CausalLMPolicy.tiny(), LinearExperience(None, lambda *a, **k: None), lambda: None,
+                    RLConfig(on_policy=True, ppo_epochs=2))

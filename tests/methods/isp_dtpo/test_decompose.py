@@ -83,3 +83,16 @@ def test_hop_curriculum_adds_harder_levels_in_order():
     assert StagedStream(qs, 4, 3).stage(100) == 2
     only_hard = StagedStream([q for q in qs if q.hops == 3], 2, 1)
     assert only_hard.stage(0) == 2  # empty easier levels are skipped
+
+
+def test_the_decomposed_cold_start_names_the_missing_gold_field(demo_oxigraph):
+    """Questions without logical forms: the error says so (it used to blame max_turns)."""
+    from kgreason.envs import make_env
+    from kgreason.errors import ConfigError
+    from kgreason.methods.isp_dtpo import DecomposedColdStart
+    from kgreason.types import Entity, KBQASample
+
+    qs = [KBQASample(f"q{i}", "Who directed it?", answers=[Entity("m.1", "X")]) for i in range(3)]
+    with pytest.raises(ConfigError, match=r"cold_start=decomposed needs gold S-expressions \(sexpr\); none of the 3 "
+                                          r"questions has one \(e.g. q0, q1, q2\)"):
+        DecomposedColdStart().build(qs, lambda: make_env("isp_dtpo", demo_oxigraph), policy=None)
