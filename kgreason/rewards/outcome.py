@@ -53,10 +53,26 @@ def em_reward(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOut
     return RewardOutput(v, components={"em": v})
 
 
-@register("hit")
-def hit_reward(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOutput:
+@register("hit1")
+def hit1_reward(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOutput:
     """1 when the first predicted answer is gold (Hit@1)."""
     v = max(hit_at_1(trajectory.answer, g) for g in _golds(sample))
+    return RewardOutput(v, components={"hit1": v})
+
+
+@register("hit")
+def hit_reward(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOutput:
+    """1 when any predicted answer is gold: the EM of CWQ (Talmor & Berant 2018) that
+    KnowCoder-A1 uses, "at least one of the predicted answers appears in the gold answers"
+    (paper 003 §3.1, and its "EM as reward" ablation), and ISP/DTPO's Hit.
+
+    >>> from kgreason.types import Turn
+    >>> t = Trajectory("q", answer=[Entity("x", "Rome"), Entity("m.1", "Paris")])
+    >>> s = KBQASample("q", "?", answers=[Entity("m.1", "Paris")])
+    >>> hit_reward(t, s).total, hit1_reward(t, s).total, em_reward(t, s).total
+    (1.0, 0.0, 0.0)
+    """
+    v = max(float(any(matches(a, x) for a in trajectory.answer for x in g)) for g in _golds(sample))
     return RewardOutput(v, components={"hit": v})
 
 

@@ -20,7 +20,8 @@ def traj(answer: list[Entity], turns: list[Turn] | None = None, text: str = "Par
 @pytest.mark.parametrize("name,answer,expected", [
     ("f1", [PARIS], 2 / 3), ("f1", [PARIS, LYON], 1.0), ("f1", [Entity("x", "Rome")], 0.0),
     ("em", [PARIS], 0.0), ("em", [LYON, PARIS], 1.0),
-    ("hit", [PARIS, Entity("x", "Rome")], 1.0), ("hit", [Entity("x", "Rome"), PARIS], 0.0),
+    ("hit1", [PARIS, Entity("x", "Rome")], 1.0), ("hit1", [Entity("x", "Rome"), PARIS], 0.0),
+    ("hit", [Entity("x", "Rome"), PARIS], 1.0), ("hit", [Entity("x", "Rome")], 0.0),
     ("llm_judge", [Entity("paris", "paris")], 1.0),
 ])
 def test_outcome(name, answer, expected):
@@ -61,7 +62,7 @@ def test_kg_r1_failed_query_and_no_retrieval():
 
 
 def test_composite_gate_schedule_cap():
-    kbqa_r1 = CompositeReward([Component("f1"), Component("hit", 0.1, gate="f1")])
+    kbqa_r1 = CompositeReward([Component("f1"), Component("hit1", 0.1, gate="f1")])
     assert kbqa_r1(traj([Entity("x", "Rome")]), SAMPLE).total == 0.0
     assert kbqa_r1(traj([PARIS, LYON]), SAMPLE).total == pytest.approx(1.1)
     sched = CompositeReward([Component("fbeta", kwargs={"beta": 0.5}, until_step=10, alias="f05"),

@@ -158,7 +158,26 @@ class KGR1ActionSpace(ActionSpace):
 
     # ---------------------------------------------------------------- parse
     def format_ok(self, text: str) -> bool:
-        return turn_format(text) == 1.0
+        """v_fmt (paper 004 Eq. 1): reasoning and a well-formed action — a query block must
+        hold one of the four functions with its arguments (any text in the tags used to pass).
+
+        >>> space = KGR1ActionSpace()
+        >>> space.format_ok("<think>x</think><kg-query>get_tail_relations(Paris)</kg-query>")
+        True
+        >>> space.format_ok("<think>x</think><kg-query>tell me about Paris</kg-query>")
+        False
+        >>> space.format_ok("<think>x</think><kg-query>get_tail_entities(Paris)</kg-query>")
+        False
+        """
+        if turn_format(text) != 1.0:
+            return False
+        if "<kg-query>" not in text:
+            return True  # an answer block
+        parsed = self.parse(text)
+        if isinstance(parsed, ParseError) or len(parsed) != 1:
+            return False
+        arity = _ARITY.get(parsed[0].name)
+        return arity is not None and len([a for a in parsed[0].args if a != ""]) == arity
 
     def parse(self, text: str) -> list[Action] | ParseError:
         # str.find instead of a lazy regex: this runs on every turn (env overhead target)
