@@ -133,6 +133,79 @@ def _keywords(query: str) -> list[str]:
     return words
 
 
+def tokens(query: str) -> list[tuple[str, str]]:
+    """The query's tokens as ``(kind, text)``, comments and white space left out; kinds:
+    ``string, iri, langtag, var, bnode, pname, number, word, op, other``.
+
+    >>> tokens("SELECT ?x WHERE { ?x ns:p 'a'@en . }")[3:]
+    [('other', '{'), ('var', '?x'), ('pname', 'ns:p'), ('string', "'a'"), ('langtag', '@en'), ('other', '.'), ('other', '}')]
+    """
+    return [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(query)
+            if m.lastgroup not in ("ws", "comment")]
+
+
+#: tokens a triple pattern's subject or object can be
+_TERMS = {"iri", "pname", "var", "bnode", "string", "number"}
+
+
+def schema_names(query: str) -> list[str]:
+    """The relations and classes a query names: its triple patterns' predicates (paths
+    included) and the objects of ``a`` / ``rdf:type``, each as its local name (a prefixed
+    name's part after ``:``, an IRI's last segment), in order of appearance.
+
+    >>> schema_names("SELECT ?x WHERE { ?x ns:film.film.directed_by ?d ; a ns:film.film . "
+    ...              "?d <http://x/r/spouse>/<http://x/r/name> 'N'@en FILTER(?d != ns:m.1) }")
+    ['film.film.directed_by', 'film.film', 'spouse', 'name']
+    >>> schema_names("SELECT ?m WHERE { ?m directed_by:x ?d }")
+    ['x']
+    """
+    out: list[str] = []
+    toks = tokens(query)
+    expect = "subject"  # where in a triple pattern the next term goes
+    depth_paren = 0
+    typed = False  # the object of `a` / rdf:type is a class name
+    for i, (kind, text) in enumerate(toks):
+        if kind == "other" and text == "(":
+            depth_paren += 1
+        elif kind == "other" and text == ")":
+            depth_paren = max(0, depth_paren - 1)
+        if depth_paren:  # inside an expression or a call: no triple patterns
+            continue
+        if kind == "other" and text in "{}.":
+            expect = "subject"
+        elif kind == "other" and text == ";":
+            expect = "predicate"
+        elif kind == "other" and text == ",":
+            expect = "object"
+        elif kind == "word" and text != "a":
+            expect = "subject"  # a keyword (FILTER, OPTIONAL, SELECT ...) starts anew
+        elif expect == "subject" and kind in _TERMS:
+            expect = "predicate"
+        elif expect == "predicate" and (kind in ("iri", "pname", "var") or (kind == "word" and text == "a")):
+            typed = (kind == "word") or text.endswith(("rdf:type", "#type>"))
+            if kind != "var" and not typed:
+                out.append(_local(text))
+            nxt = toks[i + 1] if i + 1 < len(toks) else ("", "")
+            if nxt[0] == "op" and nxt[1] in "/|^":  # a path goes on
+                continue
+            expect = "object"
+        elif expect == "predicate" and kind == "op":
+            continue  # a path operator: its steps are predicates too
+        elif expect == "object" and kind in _TERMS:
+            if typed and kind in ("iri", "pname"):
+                out.append(_local(text))
+            typed = False
+            expect = "after"
+    return list(dict.fromkeys(out))
+
+
+def _local(term: str) -> str:
+    if term.startswith("<"):
+        iri = term[1:-1]
+        return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+    return term.partition(":")[2]
+
+
 def _check_callee(token: str, prefixes: dict[str, str]) -> None:
     """Refuse a function call unless it is a SPARQL built-in or an XSD cast."""
     if token.startswith("<"):

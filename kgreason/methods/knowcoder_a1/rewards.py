@@ -9,16 +9,14 @@ penalty is the variant the paper ablates (it lowered F1).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from kgreason.kb.guard import schema_names
 from kgreason.methods.knowcoder_a1.grammar import boxed_answer
 from kgreason.rewards.base import RewardOutput, message_format, register
 from kgreason.types import KBQASample, Trajectory
 
 #: dotted schema names (relations, types) inside a tool call: ns:a.b.c, rel:x, or bare a.b.c
-_SCHEMA_NAME = re.compile(r"(?:\b(?:ns|rel):)?((?:[A-Za-z_][\w-]*\.){1,}[A-Za-z_][\w-]*)")
-_ENTITY_ID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 
 
 @register("knowcoder_format", action_space="knowcoder_a1", rollout="linear")
@@ -40,23 +38,31 @@ def knowcoder_format(trajectory: Trajectory, sample: KBQASample, correct: float 
 
 
 def hallucinated_names(trajectory: Trajectory) -> list[str]:
-    """Relations and types a tool call used before any observation showed them.
+    """Relations and classes a query used before any observation showed them: the
+    predicates and ``a``-classes of its triple patterns (:func:`~kgreason.kb.guard.schema_names`,
+    read with SPARQL's own terms, so MetaQA's plain ``directed_by`` counts as Freebase's
+    dotted names do).
 
     >>> from kgreason.types import Action, Turn
     >>> seen = Turn(text="", observation="(?x, film.film.directed_by, 'Nolan')")
-    >>> call = Turn(text="", actions=[Action("ExecuteSPARQL", raw='{"sparql": "?x ns:film.film.directed_by ?d . '
-    ...                                                          '?d ns:people.person.spouse ?s"}')])
+    >>> call = Turn(text="", actions=[Action("ExecuteSPARQL", kwargs={"sparql": "SELECT ?s WHERE { "
+    ...     "?x ns:film.film.directed_by ?d . ?d ns:people.person.spouse ?s }"})])
     >>> hallucinated_names(Trajectory(sample_id="q", prompt=[], turns=[seen, call]))
     ['people.person.spouse']
+    >>> metaqa = Turn(text="", actions=[Action("ExecuteSPARQL", kwargs={"sparql": "SELECT ?d WHERE { "
+    ...     "<http://kg/e/Heat> <http://kg/r/starred_actors> ?d }"})])
+    >>> hallucinated_names(Trajectory(sample_id="q", prompt=[], turns=[metaqa]))
+    ['starred_actors']
     """
     shown = ""
     out: list[str] = []
     for turn in trajectory.turns:
         for a in turn.actions:
-            if a.name == "SearchTypes":  # a type *name* to search for, not a claim
+            sparql = a.kwargs.get("sparql") if a.kwargs else None
+            if not isinstance(sparql, str):  # SearchTypes: a type *name* to look for, not a claim
                 continue
-            for name in _SCHEMA_NAME.findall(a.raw):
-                if not _ENTITY_ID.match(name) and name not in shown and name not in out:
+            for name in schema_names(sparql):
+                if name not in shown and name not in out:
                     out.append(name)
         shown += "\n" + (turn.observation or "")
     return out

@@ -41,7 +41,7 @@ def test_the_total_is_capped_at_one_and_format_needs_a_box(reward):
 def test_the_process_penalty_variant(reward):
     penal = instantiate(compose_config(["method=knowcoder_a1", "reward=knowcoder_a1_process"]).reward)
     t = answered("A1", "A2")
-    t.turns.insert(0, Turn(text="", actions=[Action("ExecuteSPARQL", raw="?x ns:made.up.relation ?y")],
+    t.turns.insert(0, Turn(text="", actions=[Action("ExecuteSPARQL", kwargs={"sparql": "SELECT ?y WHERE { ?x ns:made.up.relation ?y }"})],
                            observation="[]", error="KC_TIMEOUT"))
     out = penal(t, GOLD, step=0)
     assert out.components["process"] == pytest.approx(-0.4) and out.total == pytest.approx(0.7)  # 1.1 − 0.4
