@@ -57,3 +57,23 @@ def test_training_page_examples_run():
     assert blocks
     for code in blocks:
         exec(compile(textwrap.dedent(code), "docs/training.md", "exec"), {})
+
+
+def test_every_relative_link_in_the_docs_reaches_a_file_and_its_anchor():
+    """A moved or renamed page breaks no link (anchors: a heading's slug or an explicit id)."""
+    broken = []
+    for page in [README, *DOCS.rglob("*.md")]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve()
+            if not dest.exists():
+                broken.append(f"{page.relative_to(README.parent)} → {target}")
+            elif anchor and dest.suffix == ".md":
+                text = dest.read_text(encoding="utf-8")
+                slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                         for h in re.findall(r"^#+ (.*)$", text, re.M)}
+                if anchor not in slugs and f'id="{anchor}"' not in text:
+                    broken.append(f"{page.relative_to(README.parent)} → {target} (no such anchor)")
+    assert not broken, broken
