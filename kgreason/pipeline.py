@@ -178,6 +178,19 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     return len(trajs)
 
 
+def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
+    """Look the questions' topic entities and answers up in the KB (a sample of 500),
+    name what it lacks in the log and ``results.json`` (``data_check``), and keep, drop or
+    refuse those questions as ``data.on_missing`` says."""
+    from kgreason.data.checks import apply_kb_check, check_against_kb
+
+    check = check_against_kb([*p.train, *p.dev], p.kb, seed=cfg.seed)
+    results["data_check"] = check.as_dict()
+    on_missing = (cfg.get("data") or {}).get("on_missing", "keep")
+    p.train = apply_kb_check(p.train, check, on_missing)
+    p.dev = apply_kb_check(p.dev, check, "keep" if on_missing == "keep" else on_missing)
+
+
 def resume_cold_start(p: Parts, out: Path, results: dict[str, Any]) -> None:
     """Give a resumed run the killed run's cold start: its SFT weights, which RL's reference
     and the saved policy build on (``reinforce`` merges them as an uninterrupted run does),
@@ -275,10 +288,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # trainer=ddp: Lightning starts the other processes at the first fit, running this
     # script again; they train their share and leave evaluation and results to the first
     lead = rank_zero_only.rank == 0
+    results: dict[str, Any] = {"output_dir": str(out)}
     with cost.stage("start"):
         p = build_parts(cfg)
+        check_questions(p, cfg, results)
     log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
-    results: dict[str, Any] = {"output_dir": str(out)}
     reports: dict[str, EvalReport] = {}
     # a resumed run continues the killed one's RL stage, in its folder, and keeps its evaluations
     start = rl_progress(cfg.resume) if cfg.resume else 0

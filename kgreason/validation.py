@@ -78,7 +78,7 @@ RULES = (
 )
 
 #: key → its valid values
-CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail")}
+CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail"), "data.on_missing": ("keep", "drop", "fail")}
 
 #: loader target → what its ``path`` must be
 PATH_KINDS: dict[str, str] = {

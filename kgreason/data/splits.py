@@ -142,19 +142,26 @@ def answered(samples: list[KBQASample], unanswered: str = "drop", what: str = "q
 
 def load_splits(name: str, path: str | None = None, train_split: str = "train", eval_split: str = "dev",
                 train_limit: int | None = None, eval_limit: int | None = None, seed: int = 0,
-                stratify: str | None = None, unanswered: str = "drop", **kwargs) -> tuple[list, list]:
+                stratify: str | None = None, unanswered: str = "drop", on_missing: str = "keep",
+                **kwargs) -> tuple[list, list]:
     """Load a dataset's training and evaluation questions (the ``data`` config group).
 
     The evaluation subset is drawn first (``seed + 1``); when both splits are the same,
     its questions are removed from training (:func:`train_eval_split`). Questions without
     a gold answer are left out, named in a warning (``unanswered="fail"``: an error).
+    ``on_missing`` is checked here and applied by the runner, which has the KB
+    (:mod:`kgreason.data.checks`).
     ``kwargs`` go to the dataset loader (e.g. MetaQA's ``hops``).
 
     >>> train, dev = load_splits("demo", eval_limit=5)
     >>> len(dev), len(set(q.id for q in train) & set(q.id for q in dev))
     (5, 0)
     """
+    from kgreason.data.checks import ON_MISSING
     from kgreason.data.datasets import load_dataset
+
+    if on_missing not in ON_MISSING:
+        raise DatasetError(f"data.on_missing={on_missing!r}: choose one of {', '.join(ON_MISSING)}")
 
     train_pool = answered(load_dataset(name, path, split=train_split, **kwargs), unanswered,
                           f"questions of split {train_split!r}")

@@ -29,6 +29,8 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert set(res["eval"]) == {"untrained", "trained"}
     assert "dev F1" in p.stdout
+    # the questions were looked up in the KB before training: the demo's all belong to it
+    assert res["data_check"]["checked"] > 0 and res["data_check"]["examples"] == []
     # what each stage cost; training is the cold start and RL, not the evaluations
     bill = res["cost"]
     assert list(bill["stages"]) == ["start", "eval/untrained", "cold_start", "rl", "eval/trained"]
