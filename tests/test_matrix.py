@@ -46,16 +46,19 @@ def test_every_cell_is_judged_and_the_docs_table_is_generated_from_the_declarati
         "docs/architecture.md's matrix is stale; paste the output of `python -m kgreason.matrix`")
 
 
-def test_the_matrix_judges_what_the_runner_composes(matrix):
+def test_the_matrix_judges_what_the_runner_composes(matrix, tmp_path):
     """A sample of cells composed by Hydra as a user would: the same verdict, and the runner's
     check refuses exactly the refused ones."""
+    tsv, nt = tmp_path / "x.tsv", tmp_path / "x.nt"  # the paths must exist (kgreason.validation)
+    tsv.touch()
+    nt.touch()
     cells = list(matrix.cells())
     rng = random.Random(0)
     allowed = [c for c in cells if not matrix.judge(c)]
     refused = [c for c in cells if matrix.judge(c)]
     for cell in rng.sample(allowed, 12) + rng.sample(refused, 12):
-        cfg = compose_config([*_overrides(cell), *(["kb.path=x.tsv", "kb.schema=freebase"] if cell.kb == "tsv" else []),
-                              *(["kb.path=x.nt", "kb.schema=freebase"] if cell.kb == "rdf" else [])])
+        cfg = compose_config([*_overrides(cell), *([f"kb.path={tsv}", "kb.schema=freebase"] if cell.kb == "tsv" else []),
+                              *([f"kb.path={nt}", "kb.schema=freebase"] if cell.kb == "rdf" else [])])
         expected = matrix.judge(cell)
         if expected:
             with pytest.raises(ConfigError) as e:
@@ -90,7 +93,9 @@ def test_every_allowed_cell_plays_a_gold_episode(matrix):
     (["method=kg_r1", "rollout=tree"], r"'kg_r1' .* reads the turns of whole episodes: it needs rollout=linear"),
     (["method=kg_reasoner", "ranker=dense"], r"ranker_training trains the env's ranker, but ranker=.*DenseRanker"),
 ])
-def test_the_issue_cases_are_refused_naming_both_parts(overrides, message):
+def test_the_issue_cases_are_refused_naming_both_parts(overrides, message, tmp_path):
+    (tmp_path / "x.jsonl").touch()  # data.path must exist (kgreason.validation)
+    overrides = [o.replace("data.path=x.jsonl", f"data.path={tmp_path / 'x.jsonl'}") for o in overrides]
     with pytest.raises(ConfigError, match=message):
         validate_config(compose_config(overrides))
 
