@@ -187,8 +187,10 @@ def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
     check = check_against_kb([*p.train, *p.dev], p.kb, seed=cfg.seed)
     results["data_check"] = check.as_dict()
     on_missing = (cfg.get("data") or {}).get("on_missing", "keep")
-    p.train = apply_kb_check(p.train, check, on_missing)
-    p.dev = apply_kb_check(p.dev, check, "keep" if on_missing == "keep" else on_missing)
+    # one call: one warning (or error) for both splits
+    kept = {q.id for q in apply_kb_check([*p.train, *p.dev], check, on_missing)}
+    p.train = [q for q in p.train if q.id in kept]
+    p.dev = [q for q in p.dev if q.id in kept]
 
 
 def resume_cold_start(p: Parts, out: Path, results: dict[str, Any]) -> None:

@@ -141,12 +141,13 @@ def _check_paths(cfg: DictConfig) -> None:
             raise ConfigError(f"{group}.path={path!r} is a directory; {group}={_option(group, target)} reads a file")
 
 
-def _option(group: str, target: str) -> str:
-    """The shipped option of ``group`` that builds ``target`` (the target's name if none)."""
+def _option(group: str, target: str, node_of: Callable[[DictConfig], Any] = lambda node: node) -> str:
+    """The shipped option of ``group`` whose node (or ``node_of`` it: a logger's ``extra``)
+    builds ``target`` (the target's name if none)."""
     from kgreason.compat import option_nodes
 
-    return next((name for name, node in option_nodes(group).items() if node.get("_target_") == target),
-                target.rpartition(".")[2])
+    return next((name for name, node in option_nodes(group).items()
+                 if (node_of(node) or {}).get("_target_") == target), target.rpartition(".")[2])
 
 
 def _check_extras(cfg: DictConfig) -> None:
@@ -159,16 +160,10 @@ def _check_extras(cfg: DictConfig) -> None:
             continue
         modules, extra = EXTRAS[target]
         if not any(importlib.util.find_spec(m) is not None for m in modules):
-            option = _logger_option(target) if group == "logger" else _option(group, target)
+            option = _option(group, target, (lambda node: node.get("extra")) if group == "logger" else (lambda node: node))
             raise ConfigError(f"{group}={option} needs {' or '.join(modules)}, which is not installed: "
                               f"pip install 'kgreason[{extra}]'")
 
-
-def _logger_option(target: str) -> str:
-    from kgreason.compat import option_nodes
-
-    return next((name for name, node in option_nodes("logger").items()
-                 if (node.get("extra") or {}).get("_target_") == target), target.rpartition(".")[2])
 
 
 def check_values(cfg: DictConfig, rules: tuple[Rule, ...] = RULES,
