@@ -113,6 +113,12 @@ def validate_config(cfg: DictConfig) -> None:
     from kgreason.validation import check_values  # ranges, types, paths, installed extras
 
     check_values(cfg)
+    objective, engine = cfg.get("objective") or {}, cfg.get("engine") or {}
+    if "temperature" in objective and "temperature" in engine \
+            and float(objective.temperature) != float(engine.temperature):
+        raise ConfigError(
+            f"objective.temperature={objective.temperature} but engine.temperature={engine.temperature}: the "
+            "trainer must score rollouts at the temperature they were sampled at (set engine.temperature: objective.temperature follows it)")
     from kgreason.compat import check_compatible  # every part's declarations against the others'
 
     check_compatible(cfg)

@@ -153,7 +153,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                                                      max_len=cfg.sft.max_len))
     schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
     # bf16 for the training passes where the host multiplies it faster; weights stay as they are
-    bf16 = not p.policy.bf16 and resolve_bf16(cfg.sft.bf16, p.policy.device, measure=True)
+    bf16 = not p.policy.bf16 and resolve_bf16(cfg.sft.bf16, p.policy.device, "train")
     if bf16:
         log.info("SFT under bf16 autocast (sft.bf16=%s); weights and generation stay float32", cfg.sft.bf16)
     module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=bf16, hparams=run_hparams(cfg))
@@ -294,7 +294,13 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with cost.stage("start"):
         p = build_parts(cfg)
         check_questions(p, cfg, results)
-    log.info("policy %s (%s)", type(p.policy.model).__name__, "bf16" if p.policy.bf16 else "float32")
+    from kgreason.models.precision import stage_precisions
+
+    # decided from the host's declared capabilities, so known before any stage runs
+    results["precision"] = stage_precisions(p.policy.bf16, cfg.sft.get("bf16"), cfg.objective.get("bf16"),
+                                            p.policy.device)
+    log.info("policy %s; precision %s", type(p.policy.model).__name__,
+             ", ".join(f"{k}: {v}" for k, v in results["precision"].items()))
     reports: dict[str, EvalReport] = {}
     # a resumed run continues the killed one's RL stage, in its folder, and keeps its evaluations
     start = rl_progress(cfg.resume) if cfg.resume else 0
@@ -328,6 +334,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
             results["cold_start_report"] = p.cold_start.report
+        if getattr(p.cold_start, "skipped", None):  # questions no teacher episode was accepted for
+            results["cold_start_skipped"] = p.cold_start.skipped
         if lead and results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
             with cost.stage("eval/sft"):
                 reports["sft"] = run_eval(p, cfg, out, "sft")

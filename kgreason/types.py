@@ -241,7 +241,9 @@ class Trajectory:
     Token-level fields (filled by the rollout): ``token_ids``, ``loss_mask`` (1 = policy
     token, 0 = prompt or environment text) and ``turn_index`` (turn of each token, -1
     for the prompt) have the same length. Every loss in the library uses only masked
-    tokens.
+    tokens. ``sampler_logprobs``, when the engine gave them, is as long too: the sampler's
+    log-prob of each policy token (:attr:`kgreason.rollout.Generation.logprobs`), 0 on the
+    other tokens; None once a policy segment came without them.
     """
 
     sample_id: str
@@ -257,14 +259,23 @@ class Trajectory:
     token_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     turn_index: list[int] = field(default_factory=list)
+    sampler_logprobs: list[float] | None = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def append_tokens(self, ids: list[int], policy: bool, turn: int) -> None:
-        """Append a segment: the policy's tokens (``policy=True``, mask 1) or prompt /
-        environment tokens (mask 0), all tagged with ``turn`` (-1 for the prompt)."""
+    def append_tokens(self, ids: list[int], policy: bool, turn: int, logprobs: list[float] | None = None) -> None:
+        """Append a segment: the policy's tokens (``policy=True``, mask 1, with the
+        sampler's ``logprobs`` of them when the engine gave them) or prompt / environment
+        tokens (mask 0), all tagged with ``turn`` (-1 for the prompt)."""
         self.token_ids += ids
         self.loss_mask += [int(policy)] * len(ids)
         self.turn_index += [turn] * len(ids)
+        if self.sampler_logprobs is not None:
+            if not policy:
+                self.sampler_logprobs += [0.0] * len(ids)
+            elif logprobs is not None and len(logprobs) == len(ids):
+                self.sampler_logprobs += list(logprobs)
+            else:  # one policy segment without them: the trajectory has none
+                self.sampler_logprobs = None
 
     def check_token_fields(self) -> None:
         """Raise ``ValueError`` unless the token-level fields line up."""
@@ -276,6 +287,8 @@ class Trajectory:
             )
         if any(m not in (0, 1) for m in self.loss_mask):
             raise ValueError("loss_mask holds values other than 0 and 1")
+        if self.sampler_logprobs is not None and len(self.sampler_logprobs) != n:
+            raise ValueError(f"sampler_logprobs ({len(self.sampler_logprobs)}) and token_ids ({n}) differ in length")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -71,6 +71,8 @@ RULES = (
     Rule("objective.entropy_coef", float, 0),
     Rule("objective.max_grad_norm", float, 0, strict=True),
     Rule("objective.weight_decay", float, 0),
+    Rule("objective.temperature", float, 0, strict=True),
+    Rule("objective.tis_cap", float, 0, strict=True, nullable=True),
     Rule("objective.max_len", nullable=True),
     Rule("objective.group_size", nullable=True),
     Rule("data.train_limit", nullable=True, meaning="null: every question"),
@@ -78,7 +80,8 @@ RULES = (
 )
 
 #: key → its valid values
-CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail"), "data.on_missing": ("keep", "drop", "fail")}
+CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail"), "data.on_missing": ("keep", "drop", "fail"),
+                                       "rollout.overlong": ("keep", "mask")}
 
 #: loader target → what its ``path`` must be
 PATH_KINDS: dict[str, str] = {

@@ -98,7 +98,7 @@ def preset_step(method: str, repeats: int, n: int, top: int) -> dict[str, float]
     policy = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=16, alpha=32, top_layers=top), bf16=False)
     policy.share_prefix = 32
     batch = collate(episodes(method, policy, n), policy.tokenizer.pad_token_id, 2304)
-    autocast = bool(resolve_bf16("auto", torch.device("cpu"), measure=True))  # as sft.bf16=auto decides
+    autocast = bool(resolve_bf16("auto", torch.device("cpu"), "train"))  # as sft.bf16=auto decides
     step_time(policy, batch, True, True, 1, autocast=autocast)  # first touches: the optimizer's state, the heap
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t = step_time(policy, batch, True, True, repeats, autocast=autocast)

@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from SPARQLWrapper import JSON, POST, SPARQLWrapper
@@ -149,28 +150,52 @@ class _Deadline:
             t.cancel()
 
 
-def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
-    """A urllib opener whose HTTP(S) connections ``deadline`` arms once connected."""
+#: the deadline that connections opened by this thread arm (set around ``_OPENER.open``)
+_ARMING = threading.local()
 
-    class Connection(http.client.HTTPConnection):
-        def connect(self) -> None:
-            super().connect()
-            deadline.arm(self.sock)
 
-    class SecureConnection(http.client.HTTPSConnection):
-        def connect(self) -> None:
-            super().connect()
-            deadline.arm(self.sock)
+def _arm(sock: socket.socket) -> None:
+    deadline = getattr(_ARMING, "deadline", None)
+    if deadline is not None:
+        deadline.arm(sock)
 
-    class Handler(urllib.request.HTTPHandler):
-        def http_open(self, req):  # noqa: ANN001 - urllib's signature
-            return self.do_open(Connection, req)
 
-    class SecureHandler(urllib.request.HTTPSHandler):
-        def https_open(self, req):  # noqa: ANN001
-            return self.do_open(SecureConnection, req)
+class _Connection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _arm(self.sock)
 
-    return urllib.request.build_opener(Handler, SecureHandler)
+
+class _SecureConnection(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _arm(self.sock)
+
+
+class _Handler(urllib.request.HTTPHandler):
+    def http_open(self, req):  # noqa: ANN001 - urllib's signature
+        return self.do_open(_Connection, req)
+
+
+class _SecureHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):  # noqa: ANN001
+        return self.do_open(_SecureConnection, req)
+
+
+#: one opener for every request: its handlers keep no per-request state, and the deadline
+#: a connection arms comes from the thread that opens it (:func:`_armed`)
+_OPENER = urllib.request.build_opener(_Handler, _SecureHandler)
+
+
+@contextlib.contextmanager
+def _armed(deadline: _Deadline) -> Iterator[None]:
+    """Connections this thread opens inside the block are cut by ``deadline``."""
+    previous = getattr(_ARMING, "deadline", None)
+    _ARMING.deadline = deadline
+    try:
+        yield
+    finally:
+        _ARMING.deadline = previous
 
 
 def _http_error(e: urllib.error.HTTPError, url: str) -> KBError:
@@ -291,11 +316,11 @@ class SparqlEndpointKB(KnowledgeBase):
         # opener whose connections the deadline can cut: a socket timeout bounds each read,
         # not an answer trickled a byte at a time
         request = self._client._createRequest()
-        opener = _opener(deadline)
         delay = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
-                return opener.open(request, timeout=timeout_s)
+                with _armed(deadline):
+                    return _OPENER.open(request, timeout=timeout_s)
             except urllib.error.HTTPError as e:
                 raise _http_error(e, self.url) from None
             except (urllib.error.URLError, *_CONNECTION_ERRORS, TimeoutError, OSError) as e:

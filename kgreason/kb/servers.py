@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import shutil
@@ -24,6 +25,10 @@ from pathlib import Path
 
 from kgreason.errors import KBUnavailable
 from kgreason.kb import netns
+from kgreason.kb.base import Row
+from kgreason.kb.endpoint import SparqlEndpointKB
+
+log = logging.getLogger(__name__)
 
 
 def free_port() -> int:
@@ -79,6 +84,8 @@ class OxigraphServer:
         self.sandbox = netns.wanted(sandbox)
         self.proc: subprocess.Popen | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
+        #: times :meth:`restart` brought the server back
+        self.restarts = 0
 
     @classmethod
     def from_file(cls, rdf_file: str | Path, **kw) -> OxigraphServer:
@@ -124,11 +131,60 @@ class OxigraphServer:
             self._tmp.cleanup()
             self._tmp = None
 
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        """Start the server again on the same port and store after its process died.
+
+        Raises:
+            KBUnavailable: it does not come back, naming the server and its exit code.
+        """
+        code = self.proc.returncode if self.proc is not None else None
+        _stop(self.proc)
+        try:
+            self.start()
+        except (KBUnavailable, OSError) as e:
+            raise KBUnavailable(f"the Oxigraph server on 127.0.0.1:{self.port} died (exit code {code}) and did "
+                                f"not come back: {e}") from None
+        self.restarts += 1
+        log.warning("the Oxigraph server on 127.0.0.1:%d died (exit code %s); restarted (%d so far)",
+                    self.port, code, self.restarts)
+
+    def kb(self, **kw) -> ServedKB:
+        """A :class:`~kgreason.kb.SparqlEndpointKB` on this server that restarts it when it
+        died and asks again, once (``kw`` as for the endpoint KB)."""
+        return ServedKB(self, **kw)
+
     def __enter__(self) -> OxigraphServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ServedKB(SparqlEndpointKB):
+    """The endpoint KB of a server this process owns (:meth:`OxigraphServer.kb`).
+
+    A query that finds the server gone (``KBUnavailable`` and its process exited) restarts
+    it and is asked again, once; a server that does not come back stops the run with a
+    ``KBUnavailable`` naming it. Queries that could kill it never reach it: the read-only
+    guard refuses them first (:mod:`kgreason.kb.guard`).
+    """
+
+    def __init__(self, owner: OxigraphServer, **kw):
+        super().__init__(owner.url, **kw)
+        self.owner = owner
+
+    def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
+        try:
+            return super()._select(sparql, timeout_s, limit)
+        except KBUnavailable:
+            if self.owner.alive:
+                raise  # up but unreachable or failing: not ours to mend
+        self.owner.restart()
+        return super()._select(sparql, timeout_s, limit)
 
 
 _VIRTUOSO_INI = """\

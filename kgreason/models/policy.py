@@ -161,8 +161,11 @@ class CausalLMPolicy:
 
     def token_logprobs(self, input_ids: Tensor, attention_mask: Tensor, with_entropy: bool = False,
                        model=None, entropy_grad: bool = True, from_pos: int = 1,
-                       loss_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+                       loss_mask: Tensor | None = None, temperature: float = 1.0) -> tuple[Tensor, Tensor | None]:
         """Log-prob of every token given its prefix, and optionally the entropy there.
+
+        ``temperature`` scores under ``softmax(logits / temperature)``: the distribution a
+        rollout engine sampled from at that temperature (RL scores at the sampling one).
 
         With ``entropy_grad=False`` the entropy is computed detached, in chunks of
         positions (for logging: no ``[N, L, V]`` tensors kept for backward). ``from_pos``
@@ -184,10 +187,12 @@ class CausalLMPolicy:
         head = _plain_head(model) if loss_mask is not None else None
         if head is not None:
             return self._masked_logprobs(model, head, input_ids, attention_mask, from_pos, loss_mask,
-                                         with_entropy, entropy_grad)
+                                         with_entropy, entropy_grad, temperature)
         with self.autocast():
             # logits at positions from_pos-1 .. L-2 predict tokens from_pos .. L-1
             logits = self._forward(model, input_ids, attention_mask, from_pos)[:, :-1].float()
+        if temperature != 1.0:
+            logits = logits / temperature
         # gather − logsumexp: no full [N, L, V] log-prob tensor unless entropy is wanted
         lse = torch.logsumexp(logits, dim=-1)
         lp = logits.gather(-1, input_ids[:, from_pos:, None]).squeeze(-1) - lse
@@ -210,7 +215,7 @@ class CausalLMPolicy:
 
     def _masked_logprobs(self, model, head: torch.nn.Module, input_ids: Tensor, attention_mask: Tensor,
                          from_pos: int, loss_mask: Tensor, with_entropy: bool,
-                         entropy_grad: bool) -> tuple[Tensor, Tensor | None]:
+                         entropy_grad: bool, temperature: float = 1.0) -> tuple[Tensor, Tensor | None]:
         """:meth:`token_logprobs` projecting only the tokens ``loss_mask`` marks.
 
         Shapes: ``[N, L]`` inputs → ``[N, L]`` log-probs (and entropies), 0 off the mask.
@@ -222,6 +227,8 @@ class CausalLMPolicy:
             # the state at position t - 1 predicts token t
             picked = hidden[:, :-1][want[:, from_pos:]]
             logits = head(picked).float()
+        if temperature != 1.0:
+            logits = logits / temperature
         lse = torch.logsumexp(logits, dim=-1)
         lp_k = logits.gather(-1, input_ids[want][:, None]).squeeze(-1) - lse
         lp = lp_k.new_zeros(want.shape).masked_scatter(want, lp_k)
@@ -260,16 +267,17 @@ class CausalLMPolicy:
 
     @torch.no_grad()
     def reference_logprobs(self, input_ids: Tensor, attention_mask: Tensor, from_pos: int = 1,
-                           loss_mask: Tensor | None = None) -> Tensor:
+                           loss_mask: Tensor | None = None, temperature: float = 1.0) -> Tensor:
         """Log-probs under the reference policy (LoRA adapters disabled, else a frozen copy);
         arguments as in :meth:`token_logprobs`."""
         if self.lora is not None:
             with self.model.disable_adapter():
-                return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos, loss_mask=loss_mask)[0]
+                return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos, loss_mask=loss_mask,
+                                           temperature=temperature)[0]
         if self._ref is None:
             self._ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         return self.token_logprobs(input_ids, attention_mask, model=self._ref, from_pos=from_pos,
-                                   loss_mask=loss_mask)[0]
+                                   loss_mask=loss_mask, temperature=temperature)[0]
 
 
 #: config fields of Hugging Face models whose logits are not just ``lm_head(hidden)``

@@ -1,77 +1,104 @@
-"""Choosing bf16 or float32 for the hardware the run lands on.
+"""Choosing bf16 or float32 from what the hardware declares it can do.
 
-bf16 only pays where the hardware multiplies bf16 natively: CUDA GPUs with bf16 support,
-and x86 CPUs with AMX tiles (Sapphire Rapids and later). CPUs with AVX512-BF16 but no AMX
-convert to bf16 and still run its matrix products at about half the float32 rate — on
-such a host SmolLM2's LoRA SFT step took 4.89 s in bf16 vs 2.83 s in float32, while on an
-AMX host bf16 was 2–4× faster (``experiments/benchmarks/sft_step.py``, docs/benchmarks.md).
-A fixed default is therefore wrong on one of the two; ``"auto"`` asks the hardware.
+``bf16: auto`` is decided from the device's declared capabilities, never by timing at
+start-up, so one preset on one host always runs in one precision:
 
-Some CPUs without AMX (an AMD EPYC with AVX512-BF16 measured here) multiply bf16 faster
-than float32 but decode a large batch slower (422 vs 295 ms a token at 50 rows). For
-training passes alone (``sft.bf16: auto``), ``resolve_bf16(..., measure=True)`` times the
-two precisions on the host instead of trusting the AMX flag.
+* CUDA: bf16 wherever ``torch.cuda.is_bf16_supported()``.
+* x86 CPU with AMX tiles (Sapphire Rapids and later): bf16 for every stage; its tile
+  products run bf16 natively.
+* x86 CPU with AVX512-BF16 but no AMX (e.g. AMD EPYC Genoa): bf16 for the training passes
+  (SFT, the RL update), whose large products run several times faster in bf16, and float32
+  for decoding (rollouts, evaluation), whose small per-token products convert more than
+  they multiply.
+* anything else: float32.
+
+The per-stage choice is what ``experiments/benchmarks/precision.py`` times side by side
+(both precisions, each stage, with the greedy agreement of bf16 and float32 rollouts);
+``results.json`` records what each stage of a run used (:func:`stage_precisions`).
 """
 
 from __future__ import annotations
 
-import functools
-import time
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
 #: what a ``bf16`` setting may be: a fixed choice or ``"auto"`` (the default)
 Bf16Setting = bool | str | None
 
+#: the stages a precision is chosen for: decoding (rollouts, evaluation) or training passes
+Stage = Literal["decode", "train"]
+STAGES: tuple[Stage, ...] = ("decode", "train")
 
-def bf16_is_fast(device: torch.device | str = "cpu") -> bool:
-    """Whether bf16 matrix products run natively (faster than float32) on ``device``.
+
+@dataclass(frozen=True)
+class Bf16Support:
+    """What a device declares about bf16 (the flags ``torch`` reads from CPUID or CUDA).
+
+    >>> Bf16Support("cpu", amx=True).fast("decode"), Bf16Support("cpu", avx512_bf16=True).fast("decode")
+    (True, False)
+    >>> Bf16Support("cpu", avx512_bf16=True).fast("train"), Bf16Support("cpu").fast("train")
+    (True, False)
+    """
+
+    device_type: str
+    cuda_bf16: bool = False
+    amx: bool = False
+    avx512_bf16: bool = False
+
+    def fast(self, stage: Stage = "decode") -> bool:
+        """Whether bf16 is the faster precision for ``stage`` on this device."""
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        if self.device_type == "cuda":
+            return self.cuda_bf16
+        if self.device_type == "cpu":
+            return self.amx or (stage == "train" and self.avx512_bf16)
+        return False
+
+    def describe(self) -> str:
+        """One line for logs and ``results.json``, e.g. ``"cpu (amx, avx512_bf16)"``."""
+        flags = [name for name in ("cuda_bf16", "amx", "avx512_bf16") if getattr(self, name)]
+        return f"{self.device_type} ({', '.join(flags) or 'no native bf16'})"
+
+
+def _cpu_flag(name: str) -> bool:
+    probe = getattr(torch.cpu, name, None)
+    return bool(probe and probe())
+
+
+def bf16_support(device: torch.device | str = "cpu") -> Bf16Support:
+    """Read ``device``'s declared bf16 capabilities.
+
+    >>> bf16_support("cpu").device_type
+    'cpu'
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return Bf16Support("cuda", cuda_bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        return Bf16Support("cpu", amx=_cpu_flag("_is_amx_tile_supported"),
+                           avx512_bf16=_cpu_flag("_is_avx512_bf16_supported"))
+    return Bf16Support(device.type)
+
+
+def bf16_is_fast(device: torch.device | str = "cpu", stage: Stage = "decode") -> bool:
+    """Whether bf16 is the faster precision for ``stage`` on ``device`` (see the module).
 
     >>> isinstance(bf16_is_fast("cpu"), bool)
     True
     """
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if device.type == "cpu":
-        probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-        return bool(probe and probe())
-    return False
+    return bf16_support(device).fast(stage)
 
 
-def bf16_speedup(size: int = 1024, repeats: int = 5) -> float:
-    """How many times faster a ``size × size`` matrix product runs in bf16 than in float32
-    on this CPU (best of ``repeats`` each; > 1: bf16 is faster).
-
-    >>> bf16_speedup(64, 1) > 0
-    True
-    """
-    def best(dtype: torch.dtype) -> float:
-        a = torch.randn(size, size).to(dtype)
-        a @ a  # warm-up: kernels picked, memory touched
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            a @ a
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    return best(torch.float32) / best(torch.bfloat16)
-
-
-@functools.cache
-def _bf16_measured_fast(threshold: float = 1.3) -> bool:
-    return bf16_speedup() >= threshold
-
-
-def resolve_bf16(setting: Bf16Setting, device: torch.device | str = "cpu", measure: bool = False) -> bool:
+def resolve_bf16(setting: Bf16Setting, device: torch.device | str = "cpu", stage: Stage = "decode") -> bool:
     """Turn a ``bf16`` setting into a decision: ``True``/``False`` are kept, ``"auto"`` or
-    ``None`` become :func:`bf16_is_fast` — or, with ``measure`` on a CPU without AMX,
-    whether :func:`bf16_speedup` is at least 1.3 (measured once per process).
+    ``None`` become :func:`bf16_is_fast` for ``stage``.
 
     >>> resolve_bf16(False), resolve_bf16("true")
     (False, True)
-    >>> resolve_bf16("auto") == bf16_is_fast()
+    >>> resolve_bf16("auto", stage="train") == bf16_is_fast(stage="train")
     True
     >>> resolve_bf16("fast")
     Traceback (most recent call last):
@@ -81,12 +108,32 @@ def resolve_bf16(setting: Bf16Setting, device: torch.device | str = "cpu", measu
     if isinstance(setting, bool):
         return setting
     if setting is None or str(setting).lower() == "auto":
-        if bf16_is_fast(device):
-            return True
-        return measure and torch.device(device).type == "cpu" and _bf16_measured_fast()
+        return bf16_is_fast(device, stage)
     text = str(setting).lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
         return False
     raise ValueError(f"bf16 must be true, false or 'auto', got {setting!r}")
+
+
+def stage_precisions(policy_bf16: bool, sft: Bf16Setting, rl: Bf16Setting,
+                     device: torch.device | str = "cpu") -> dict[str, str]:
+    """What each stage of a run computes in, as ``results.json`` records it.
+
+    A bf16 policy (``model.policy.bf16``) decodes and trains in bf16; a float32 policy
+    decodes in float32 and runs each training stage under bf16 autocast where its own
+    setting (``sft.bf16``, ``objective.bf16``) resolves to bf16.
+
+    >>> stages = stage_precisions(False, False, True)
+    >>> stages["rollouts"], stages["eval"], stages["sft"], stages["rl"]
+    ('float32', 'float32', 'float32', 'bf16 autocast')
+    """
+    def train(setting: Bf16Setting) -> str:
+        if policy_bf16:
+            return "bf16"
+        return "bf16 autocast" if resolve_bf16(setting, device, "train") else "float32"
+
+    decode = "bf16" if policy_bf16 else "float32"
+    return {"host": bf16_support(device).describe(), "rollouts": decode, "eval": decode,
+            "sft": train(sft), "rl": train(rl)}

@@ -107,6 +107,7 @@ def policy_loss(
     entropy_coef: float = 0.0,
     agg: str = "token_mean",
     norm: float | None = None,
+    is_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """The clipped surrogate loss with optional KL and entropy terms.
 
@@ -121,6 +122,9 @@ def policy_loss(
         kl_coef / kl_estimator: ``β`` and ``k1|k2|k3`` against ``ref_logp``.
         entropy_coef: bonus ``−c·H`` added to the loss (maximises entropy).
         agg: ``token_mean`` | ``seq_mean_token_mean`` | ``seq_mean_token_sum_norm``.
+        is_weights: per-token weights of the policy-gradient term (not of the KL or the
+            entropy): the truncated importance-sampling correction of a sampler that differs
+            from the trainer (:func:`kgreason.rl.correction.truncated_is_weights`).
 
     Returns:
         The scalar loss to minimise and metrics (``clip_frac``, ``ratio_mean``, ``kl``,
@@ -132,6 +136,8 @@ def policy_loss(
     ratio = torch.exp(log_ratio)
     clipped = ratio.clamp(1 - clip_low, 1 + clip_high)
     pg = -torch.min(ratio * advantages, clipped * advantages)
+    if is_weights is not None:
+        pg = pg * is_weights.detach()
     aggregate = AGGREGATIONS.get(agg)
     loss = aggregate(pg, mask, norm)
     metrics: dict[str, float] = {"pg_loss": float(loss.detach())}

@@ -98,10 +98,12 @@ class CT2Engine(Engine):
             converted before the first generation and again once they change.
         compute_type: ``"float32"`` (the default: the tokens the trainer scores), ``"int8"``
             (weights and GEMMs in int8: faster, but the rollouts then come from a slightly
-            different policy than the one whose log-probs the loss takes, with no correction
-            for it) or ``"int8_float32"`` (int8 weights, float32 activations).
+            different policy than the one whose log-probs the loss takes; the RL update
+            weights each token by truncated importance sampling, ``objective.tis_cap``) or ``"int8_float32"`` (int8 weights, float32 activations).
         temperature, top_p, top_k: sampling (``top_k=0``: the whole vocabulary), as for
-            :class:`~kgreason.rollout.HFEngine`.
+            :class:`~kgreason.rollout.HFEngine`. Generations carry their tokens'
+            log-probs at temperature 1 (greedy, or sampling at ``temperature=1``); at
+            another temperature CTranslate2 gives none, and the trainer recomputes them.
         threads: CPU threads for CTranslate2 (default: torch's).
 
     Attributes:
@@ -122,7 +124,7 @@ class CT2Engine(Engine):
         self.syncs = 0
         self.sync_seconds = 0.0
         self._generator: Any = None
-        self._synced: tuple[int, int] | None = None  # weights version the generator holds
+        self._synced: tuple[int, int, int] | None = None  # weights version the generator holds
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -134,10 +136,17 @@ class CT2Engine(Engine):
         # Enough trailing tokens to spell the longest stop string (a token is >= 1 char).
         window = max((len(s) for s in stops), default=0) + 1
         made: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        temperature = 1.0 if greedy else self.temperature
+        # CTranslate2 reports log-probs at temperature 1 only (its per-step logits are not
+        # filled reliably in a batch), so at another temperature the engine gives none
+        tempered = temperature != 1.0
 
         def on_token(step) -> bool:
             row = made[step.batch_id]
             row.append(step.token_id)
+            if not tempered:
+                logprobs[step.batch_id].append(step.log_prob)
             if not stops:
                 return False
             tail = tok.decode(row[-window:])
@@ -158,8 +167,11 @@ class CT2Engine(Engine):
             max_length=max_new_tokens, include_prompt_in_result=False,
             end_token=[tok.eos_token_id], return_end_token=True,
             sampling_topk=1 if greedy else self.top_k, sampling_topp=1.0 if greedy else self.top_p,
-            sampling_temperature=1.0 if greedy else self.temperature, callback=on_token)
-        return [finish_generation(tok, list(r.sequences_ids[0]), stops, max_new_tokens) for r in results]
+            sampling_temperature=temperature, callback=on_token,
+            return_scores=not tempered)
+        # the callback saw every token the results hold, in order (stop strings end a row early)
+        return [finish_generation(tok, list(r.sequences_ids[0]), stops, max_new_tokens, None if tempered else lp)
+                for r, lp in zip(results, logprobs, strict=True)]
 
     def _current(self):
         """The generator, converted again whenever the policy's weights changed."""
@@ -168,7 +180,7 @@ class CT2Engine(Engine):
             self._sync(version)
         return self._generator
 
-    def _sync(self, version: tuple[int, int]) -> None:
+    def _sync(self, version: tuple[int, int, int]) -> None:
         ct2 = _ctranslate2()
         t0 = time.perf_counter()
         # tmpfs where there is one: the files are read once, then deleted

@@ -11,22 +11,38 @@ from typing import Any
 import torch
 
 from kgreason.models.compat import cache_kwargs, output_cache
+from kgreason.models.version import weights_version
 
 
 @dataclass
 class Generation:
     """One completion: its tokens (stop string included, padding removed) and text.
 
-    ``finish`` is ``"stop"`` (a stop string), ``"eos"`` or ``"length"``.
+    ``finish`` is ``"stop"`` (a stop string), ``"eos"`` or ``"length"``. ``logprobs`` holds,
+    for each of ``token_ids``, its log-prob under the sampler's distribution at the
+    sampling temperature (``log_softmax(logits / T)``; greedy decoding: ``T = 1``), before
+    any top-k/top-p truncation — what the trainer computes when it scores at the same
+    temperature, so the two can be compared token by token (None: the engine gave none).
     """
 
     token_ids: list[int]
     text: str
     finish: str
+    logprobs: list[float] | None = None
 
 
 class Engine(abc.ABC):
-    """Batched generation from token-id prompts."""
+    """Batched generation from token-id prompts.
+
+    Attributes:
+        scores_like_trainer: the engine computes its log-probs with the policy's own
+            forward pass in the policy's precision, so they are the trainer's old
+            log-probs (the RL update then skips recomputing them). Engines with their own
+            kernels (CTranslate2, vLLM) are corrected by truncated importance sampling
+            instead (:mod:`kgreason.rl.correction`).
+    """
+
+    scores_like_trainer: bool = False
 
     @abc.abstractmethod
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
@@ -51,7 +67,7 @@ class _Kept:
     ids: torch.Tensor
     mask: torch.Tensor
     rows: list[tuple[int, ...]]
-    weights: tuple[int, int]
+    weights: tuple[int, int, int]
 
 
 class _Rounds:
@@ -70,18 +86,22 @@ class _Rounds:
         self.prompt_ids, self.prompt_mask = ids, mask
         self.order = list(range(ids.shape[0]))
         self.tokens: list[list[int]] = [[] for _ in self.order]
+        self.logprobs: list[list[float]] = [[] for _ in self.order]
         self.cached = [0] * len(self.order)
         self.decoded = 0
         self.active = True
         self.stop, self.tokenizer, self.keep = stop, tokenizer, keep
         self.left: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []
 
-    def advance(self, seqs: torch.Tensor, cache: Any, ended: bool) -> None:
-        """Take one round's output; drop finished rows, or stop when none is left."""
+    def advance(self, seqs: torch.Tensor, cache: Any, ended: bool, logprobs: torch.Tensor | None = None) -> None:
+        """Take one round's output (``logprobs`` ``[A, k]``: of its ``k`` new tokens); drop
+        finished rows, or stop when none is left."""
         start = self.ids.shape[1]
         new = seqs[:, start:]
         for a, i in enumerate(self.order):
             self.tokens[i].extend(new[a].tolist())
+            if logprobs is not None:
+                self.logprobs[i].extend(logprobs[a].tolist())
         self.decoded += new.shape[1]
         self.cache = cache
         n_cols = cache.get_seq_length() if cache is not None else 0
@@ -145,6 +165,9 @@ class _Rounds:
 class HFEngine(Engine):
     """``model.generate`` on a left-padded batch with stop strings, under the policy's autocast.
 
+    Each generation carries its tokens' log-probs, taken from the logits ``generate``
+    computed anyway (:attr:`Generation.logprobs`).
+
     Args:
         policy: a :class:`~kgreason.models.CausalLMPolicy`.
         temperature, top_p, top_k: sampling (KG-R1 trains at 1.0 / 1.0 / off).
@@ -185,6 +208,8 @@ class HFEngine(Engine):
             On a ``GrowingCache`` the rows a turn continues and their packed columns are
             gathered in one copy (:meth:`~kgreason.rollout.kv_cache.GrowingCache.take`).
     """
+
+    scores_like_trainer = True
 
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                  batch_size: int | None = None, share_prefix: int = 32, reuse_cache: bool = True,
@@ -230,7 +255,8 @@ class HFEngine(Engine):
         kw: dict[str, Any] = {"do_sample": False} if greedy else {
             "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
         kw.update(stopping_criteria=self._stopping(stop), pad_token_id=pad, eos_token_id=tok.eos_token_id,
-                  return_dict_in_generate=True)
+                  return_dict_in_generate=True, output_logits=True)
+        temperature = 1.0 if greedy else self.temperature
         model = self.policy.model
         was_training = model.training
         model.eval()
@@ -259,9 +285,11 @@ class HFEngine(Engine):
                 step = min(self.compact_every or budget, budget)
                 out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
                                      max_new_tokens=step, **cache_kwargs(run.cache), **kw)
-                run.advance(out.sequences.cpu(), output_cache(out), ended=run.decoded + step >= max_new_tokens)
+                run.advance(out.sequences.cpu(), output_cache(out), ended=run.decoded + step >= max_new_tokens,
+                            logprobs=chosen_logprobs(out.logits, out.sequences[:, run.ids.shape[1]:], temperature))
         model.train(was_training)
-        gens = [finish_generation(tok, new, stop, max_new_tokens) for new in run.tokens]
+        gens = [finish_generation(tok, new, stop, max_new_tokens, lp)
+                for new, lp in zip(run.tokens, run.logprobs, strict=True)]
         if keep and run.cache is not None:
             self._keep(*run.whole(), prompts, gens)
         return gens
@@ -511,13 +539,41 @@ def count_encoded_positions(model) -> Iterator[list[int]]:
         handle.remove()
 
 
-def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
+def chosen_logprobs(logits: Sequence[torch.Tensor] | None, tokens: torch.Tensor,
+                    temperature: float = 1.0) -> torch.Tensor | None:
+    """Log-prob of each generated token under ``log_softmax(logits / temperature)``.
+
+    Shapes: ``logits`` one ``[B, V]`` tensor per step (``generate``'s ``output_logits``),
+    ``tokens`` ``[B, k]`` → ``[B, k]`` (float32, on the CPU).
+
+    >>> chosen_logprobs([torch.tensor([[0.0, 0.0]]), torch.tensor([[2.0, 0.0]])], torch.tensor([[1, 0]]), 2.0)
+    tensor([[-0.6931, -0.3133]])
+    """
+    if not logits:
+        return None
+    steps = torch.stack(list(logits), dim=1).float() / temperature  # [B, k, V]
+    return (steps.gather(-1, tokens[:, :steps.shape[1], None].to(steps.device)).squeeze(-1)
+            - torch.logsumexp(steps, dim=-1)).cpu()
+
+
+def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int,
+                      logprobs: Sequence[float] | None = None) -> Generation:
     """A completion cut where it ends: after the first EOS, or at the end of the first
     stop string (the shortest token prefix whose text holds it), else at the length limit.
 
     Engines decode a few tokens past a stop string (they check it per token, and a stop
-    string can end inside a token); this gives every engine the same cut.
+    string can end inside a token); this gives every engine the same cut. ``logprobs``
+    (one per token of ``new``) are cut alike.
     """
+    gen = _cut(tokenizer, new, stop, max_new_tokens)
+    if logprobs is not None:
+        if len(logprobs) < len(gen.token_ids):
+            raise ValueError(f"{len(logprobs)} log-probs for {len(gen.token_ids)} generated tokens")
+        gen.logprobs = [float(x) for x in logprobs[:len(gen.token_ids)]]
+    return gen
+
+
+def _cut(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) -> Generation:
     tok = tokenizer
     eos = tok.eos_token_id
     if eos in new:  # everything after the first EOS is padding
@@ -542,13 +598,6 @@ def finish_generation(tokenizer, new: list[int], stop: Sequence[str], max_new_to
     text = tok.decode(new[:lo])
     end = _first_stop(text, stop)
     return Generation(new[:lo], text[:end], "stop")
-
-
-def weights_version(model) -> tuple[int, int]:
-    """Changes whenever ``model``'s weights may have: the model object (a LoRA merge
-    replaces it) and the sum of its tensors' version counters, which every in-place update
-    (optimizer step, merge, loading weights) bumps."""
-    return id(model), sum(p._version for p in model.parameters())
 
 
 def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:

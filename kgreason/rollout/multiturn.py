@@ -90,7 +90,7 @@ class MultiTurnRollout:
             prompt = self.chat_ids(env.reset(s))
             assert env.trajectory is not None
             t = env.trajectory
-            t.token_ids, t.loss_mask, t.turn_index = [], [], []
+            t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
             t.append_tokens(list(prompt), policy=False, turn=-1)
             trajs.append(t)
         active = list(range(len(envs)))
@@ -109,7 +109,7 @@ class MultiTurnRollout:
                 still = []
                 for i, g in zip(active, gens, strict=True):
                     env, traj = envs[i], trajs[i]
-                    traj.append_tokens(g.token_ids, policy=True, turn=turn)
+                    traj.append_tokens(g.token_ids, policy=True, turn=turn, logprobs=g.logprobs)
                     stats.generated_tokens += len(g.token_ids)
                     t0 = time.perf_counter()
                     r = env.step(g.text)

@@ -35,6 +35,8 @@ class TreeNode:
     depth: int
     text: str = ""
     gen_ids: list[int] = field(default_factory=list)
+    #: the sampler's log-prob of each of ``gen_ids`` (None: the engine gave none)
+    gen_logprobs: list[float] | None = None
     context_ids: list[int] = field(default_factory=list)
     observation: str = ""
     obs_ids: list[int] = field(default_factory=list)
@@ -88,11 +90,11 @@ class Tree:
         """The root-to-leaf episode as a :class:`Trajectory` with token fields."""
         path = self.path(leaf_id)
         t = Trajectory(sample_id=self.sample.id, prompt=self.prompt)
-        t.token_ids, t.loss_mask, t.turn_index = [], [], []
+        t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
         if path:
             t.append_tokens(path[0].context_ids, policy=False, turn=-1)
         for k, n in enumerate(path):
-            t.append_tokens(n.gen_ids, policy=True, turn=k)
+            t.append_tokens(n.gen_ids, policy=True, turn=k, logprobs=n.gen_logprobs)
             if n.obs_ids:
                 t.append_tokens(n.obs_ids, policy=False, turn=k)
         if path and path[-1].env is not None and path[-1].env.trajectory is not None:
@@ -263,7 +265,7 @@ class TreeRollout:
             if key is not None:
                 seen.add(key)
             node = TreeNode(id=len(tree.nodes), parent=parent.id, depth=depth, text=g.text,
-                            gen_ids=list(g.token_ids), context_ids=ctx, observation=r.observation,
+                            gen_ids=list(g.token_ids), gen_logprobs=g.logprobs, context_ids=ctx, observation=r.observation,
                             obs_ids=self._tok(r.observation), kind=kind, error=error, result_key=key,
                             payloads=payloads, env=env)
             if env.trajectory is not None and env.trajectory.turns:

@@ -49,6 +49,13 @@ def merged_weights(model) -> dict[str, torch.Tensor]:
     return merged_copy(model).state_dict()
 
 
+def _chosen(output: Any) -> list[float] | None:
+    """The log-prob of each token of a vLLM ``CompletionOutput`` (None without log-probs)."""
+    if not output.logprobs:
+        return None
+    return [step[token].logprob for step, token in zip(output.logprobs, output.token_ids, strict=False)]
+
+
 def _load_on_worker(worker, weights: list[tuple[str, torch.Tensor]]) -> None:
     # runs inside each vLLM worker (collective_rpc): its model takes HF names
     worker.model_runner.model.load_weights(weights=weights)
@@ -82,10 +89,14 @@ class VLLMEngine(Engine):
         self.dtype = dtype
         self.llm_kwargs = {"gpu_memory_utilization": gpu_memory_utilization, "enable_prefix_caching": True,
                            **llm_kwargs}
+        if temperature != 1.0:
+            # vLLM returns temperature-1 log-probs unless asked for the processed ones; with
+            # top_p = 1 and no top-k those are log_softmax(logits / T), as the trainer scores
+            self.llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.syncs = 0
         self.sync_seconds = 0.0
         self._llm: Any = None
-        self._synced: tuple[int, int] | None = None
+        self._synced: tuple[int, int, int] | None = None
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -96,11 +107,12 @@ class VLLMEngine(Engine):
         params = self._vllm.SamplingParams(
             max_tokens=max_new_tokens, stop=stops, include_stop_str_in_output=True,
             temperature=0.0 if greedy else self.temperature, top_p=1.0 if greedy else self.top_p,
-            top_k=-1 if greedy or self.top_k <= 0 else self.top_k)  # vLLM: -1 is "no top-k"
+            top_k=-1 if greedy or self.top_k <= 0 else self.top_k,  # vLLM: -1 is "no top-k"
+            logprobs=0)  # the sampled token's own log-prob
         outs = llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         # the same cut as every other engine (first EOS, or the end of the first stop string)
-        return [finish_generation(self.tokenizer, list(o.outputs[0].token_ids), stops, max_new_tokens)
-                for o in outs]
+        return [finish_generation(self.tokenizer, list(o.outputs[0].token_ids), stops, max_new_tokens,
+                                  _chosen(o.outputs[0])) for o in outs]
 
     def _current(self):
         version = weights_version(self.policy.model)
@@ -110,7 +122,7 @@ class VLLMEngine(Engine):
             self._push(version)
         return self._llm
 
-    def _start(self, version: tuple[int, int]) -> None:
+    def _start(self, version: tuple[int, int, int]) -> None:
         t0 = time.perf_counter()
         directory = tempfile.mkdtemp(prefix="kgreason-vllm-")
         try:
@@ -121,7 +133,7 @@ class VLLMEngine(Engine):
             shutil.rmtree(directory, ignore_errors=True)  # vLLM holds the weights in memory now
         self._done(version, t0)
 
-    def _push(self, version: tuple[int, int]) -> None:
+    def _push(self, version: tuple[int, int, int]) -> None:
         t0 = time.perf_counter()
         weights = list(merged_weights(self.policy.model).items())
         if hasattr(self._llm, "collective_rpc"):
@@ -132,7 +144,7 @@ class VLLMEngine(Engine):
             self._llm.reset_prefix_cache()
         self._done(version, t0)
 
-    def _done(self, version: tuple[int, int], t0: float) -> None:
+    def _done(self, version: tuple[int, int, int], t0: float) -> None:
         self._synced = version
         self.syncs += 1
         self.sync_seconds += time.perf_counter() - t0

@@ -18,7 +18,8 @@ def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None
     """Right-pad token fields into ``[N, L]`` tensors (``turn_index`` pads with -1).
 
     Sequences longer than ``max_len`` are cut at the end (``truncated`` counts them);
-    ``sample_ids`` lists each row's question id.
+    ``sample_ids`` lists each row's question id; ``sampler_logprobs`` is ``[N, L]`` when
+    every trajectory carries the sampler's log-probs, else None.
     """
     lens = [len(t.token_ids) if max_len is None else min(len(t.token_ids), max_len) for t in trajs]
     width = max(lens) if lens else 0
@@ -34,6 +35,11 @@ def collate(trajs: Sequence[Trajectory], pad_id: int, max_len: int | None = None
         out["attention_mask"][i, :k] = 1
         out["loss_mask"][i, :k] = torch.tensor(t.loss_mask[:k], dtype=torch.float32)
         out["turn_index"][i, :k] = torch.tensor(t.turn_index[:k])
+    out["sampler_logprobs"] = None
+    if trajs and all(t.sampler_logprobs is not None and len(t.sampler_logprobs) == len(t.token_ids) for t in trajs):
+        out["sampler_logprobs"] = torch.zeros((n, width), dtype=torch.float32)
+        for i, (t, k) in enumerate(zip(trajs, lens, strict=True)):
+            out["sampler_logprobs"][i, :k] = torch.tensor(t.sampler_logprobs[:k], dtype=torch.float32)
     out["truncated"] = torch.tensor(sum(len(t.token_ids) > k for t, k in zip(trajs, lens, strict=True)))
     out["sample_ids"] = [t.sample_id for t in trajs]
     return out
@@ -48,7 +54,9 @@ class TrainingBatch:
     Shapes:
         - input_ids, attention_mask, turn_index: ``[N, L]`` (long; ``turn_index`` -1 on the
           prompt and on padding)
-        - loss_mask, advantages, old_logp, ref_logp: ``[N, L]`` (float)
+        - loss_mask, advantages, old_logp, ref_logp, sampler_logp: ``[N, L]`` (float;
+          ``sampler_logp``: the rollout engine's log-probs of the policy tokens, None when
+          the engine gave none)
         - index (group of each row), rewards: ``[N]``
     """
 
@@ -63,6 +71,7 @@ class TrainingBatch:
     truncated: int = 0
     old_logp: torch.Tensor | None = None
     ref_logp: torch.Tensor | None = None
+    sampler_logp: torch.Tensor | None = None
 
     @classmethod
     def of(cls, trajs: Sequence[Trajectory], index: Sequence[int], advantages_of, pad_id: int,
@@ -72,7 +81,8 @@ class TrainingBatch:
         d = collate(trajs, pad_id, max_len)
         return cls(d["input_ids"], d["attention_mask"], d["loss_mask"], d["turn_index"],
                    advantages_of(d["turn_index"], d["loss_mask"]), torch.tensor(list(index), dtype=torch.long),
-                   torch.tensor([t.reward for t in trajs], dtype=torch.float32), d["sample_ids"], int(d["truncated"]))
+                   torch.tensor([t.reward for t in trajs], dtype=torch.float32), d["sample_ids"], int(d["truncated"]),
+                   sampler_logp=d["sampler_logprobs"])
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]

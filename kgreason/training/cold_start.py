@@ -76,6 +76,43 @@ def balance(items: Sequence[T], key: Callable[[T], object], seed: int = 0) -> li
 
 
 @declare(action_space=None, gold=())
+class Skipped:
+    """Which questions a cold start could not use, and why (``results.json``'s
+    ``cold_start_report`` and one warning line).
+
+    >>> sk = Skipped()
+    >>> sk.add("no relation_path (the gold field the oracle follows)", "q1")
+    >>> sk.add("whose answer is not the gold one", "q2")
+    >>> sk.add("no relation_path (the gold field the oracle follows)", "q3")
+    >>> print(sk.summary(5))
+    3 of 5 questions not used: 2 no relation_path (the gold field the oracle follows) (q1, q3); 1 whose answer is not the gold one (q2)
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list[str]] = {}
+
+    def add(self, reason: str, sample_id: str) -> None:
+        self.ids.setdefault(reason, []).append(sample_id)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.ids.values()))
+
+    def summary(self, questions: int) -> str:
+        parts = [f"{len(ids)} {reason} ({', '.join(ids[:3])}{', …' if len(ids) > 3 else ''})"
+                 for reason, ids in sorted(self.ids.items(), key=lambda kv: -len(kv[1]))]
+        return f"{len(self)} of {questions} questions not used: " + "; ".join(parts)
+
+    def as_dict(self) -> dict[str, dict[str, object]]:
+        """Per reason: how many, and the first 20 question ids."""
+        return {reason: {"count": len(ids), "ids": ids[:20]} for reason, ids in self.ids.items()}
+
+    def log(self, questions: int) -> None:
+        if self.ids:
+            import logging
+
+            logging.getLogger("kgreason.cold_start").warning("cold start: %s", self.summary(questions))
+
+
 class ColdStart:
     """Base of the cold-start builders.
 
@@ -167,6 +204,7 @@ class RejectionSampledColdStart(ColdStart):
         rng = random.Random(self.seed)
         counts: dict[tuple[str, str], list[int]] = {}
         out: list[Trajectory] = []
+        skipped = Skipped()
         bar = tqdm(total=len(samples) * len(self.teachers) * self.attempts, desc="rejection sampling", unit="ep",
                    mininterval=2.0)
         for s in samples:
@@ -191,8 +229,12 @@ class RejectionSampledColdStart(ColdStart):
                         texts.add(key)
                         kept.append(traj)
                         c[1] += 1
+            if not kept:
+                skipped.add("with no teacher episode accepted", s.id)
             out += [episode_tokens(t, policy.chat_ids, policy.tokenizer) for t in kept]
         bar.close()
+        skipped.log(len(samples))
+        self.skipped = skipped.as_dict()
         self.report = {}
         for (teacher, qtype), (tried, accepted, failed, repeats) in sorted(counts.items()):
             judged = tried - repeats - failed

@@ -133,6 +133,10 @@ def distinct_final_calls(trajs: Sequence[Trajectory], index: Sequence[int]) -> f
     return sum(len(finals.get(g, ())) for g in groups) / max(1, len(groups))
 
 
+#: what :class:`LinearExperience` does with an episode the response budget ended
+OVERLONG = ("keep", "mask")
+
+
 @declare(rollout="linear")
 class LinearExperience:
     """N independent multi-turn episodes per question, grouped by question.
@@ -141,21 +145,28 @@ class LinearExperience:
         rollout: a lock-step :class:`~kgreason.rollout.MultiTurnRollout`.
         reward: any reward function (called with ``step=`` the iteration).
         n_rollouts: episodes per question (the group size N).
+        overlong: what becomes of an episode the response budget ended before its answer
+            (``model.max_response_tokens``): ``"keep"`` trains on it with its reward (none
+            of the five papers filters them), ``"mask"`` keeps it in its group's baseline
+            but out of the loss (DAPO's overlong filtering, Yu et al. 2025).
     """
 
-    def __init__(self, rollout: MultiTurnRollout, reward: RewardFn, n_rollouts: int = 4):
+    def __init__(self, rollout: MultiTurnRollout, reward: RewardFn, n_rollouts: int = 4, overlong: str = "keep"):
         if n_rollouts < 1:
             raise ValueError(f"n_rollouts must be at least 1, got {n_rollouts}")
+        if overlong not in OVERLONG:
+            raise ValueError(f"overlong={overlong!r}: choose one of {', '.join(OVERLONG)}")
         self.rollout = rollout
         self.reward = reward
         self.n_rollouts = n_rollouts
+        self.overlong = overlong
 
     @classmethod
     def build(cls, engine: Engine, policy: Policy, reward: RewardFn, max_new_tokens: int = 256,
-              n_rollouts: int = 4, max_response_tokens: int | None = None) -> LinearExperience:
+              n_rollouts: int = 4, max_response_tokens: int | None = None, overlong: str = "keep") -> LinearExperience:
         """A lock-step rollout on ``engine`` with ``policy``'s tokenizer and chat template."""
         return cls(MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens, max_response_tokens),
-                   reward, n_rollouts)
+                   reward, n_rollouts, overlong)
 
     def collect(self, batch: Sequence[KBQASample], make_env: Callable[[], KGEnv], step: int) -> Experience:
         samples = [s for s in batch for _ in range(self.n_rollouts)]
@@ -166,6 +177,10 @@ class LinearExperience:
             # space=: format rewards ask the action space for its grammar
             _score(t, self.reward(t, s, step=step, space=env.action_space))
         n = len(trajs)
+        if self.overlong == "mask":  # rewarded (the group's baseline sees them), not trained on
+            for t in trajs:
+                if t.meta.get("truncated"):
+                    t.loss_mask = [0] * len(t.loss_mask)
         f1s = [precision_recall_f1(t.answer, s.answers)[2] for t, s in zip(trajs, samples, strict=True)]
         logs = {
             "train/reward": sum(t.reward for t in trajs) / n,
@@ -195,9 +210,9 @@ def step_sample(tree: Tree, node_id: int) -> Trajectory:
     """A node as a one-step training sample: its parent's context (mask 0), its action (mask 1)."""
     n = tree.nodes[node_id]
     t = Trajectory(sample_id=tree.sample.id, prompt=tree.prompt)
-    t.token_ids, t.loss_mask, t.turn_index = [], [], []
+    t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
     t.append_tokens(n.context_ids, policy=False, turn=-1)
-    t.append_tokens(n.gen_ids, policy=True, turn=0)
+    t.append_tokens(n.gen_ids, policy=True, turn=0, logprobs=n.gen_logprobs)
     t.answer = list(n.answer)  # an answering node's answer, so outcome rewards can score it
     return t
 

@@ -30,7 +30,9 @@ from kgreason.rl import (
     aggregation_units,
     get_advantage,
     policy_loss,
+    sampler_mismatch,
     token_advantages,
+    truncated_is_weights,
 )
 from kgreason.training.batching import TrainingBatch
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
@@ -70,10 +72,19 @@ class RLConfig:
     #: optimizer updates, of which one iteration makes several.
     iterations: int | None = None
     #: bf16 autocast for the old / reference log-probs and the updates (True, False, or
-    #: "auto": where bf16 products measure >= 1.3x faster); the weights and the rollouts
+    #: "auto": where the host declares fast bf16 training products, see
+    #: :mod:`kgreason.models.precision`); the weights and the rollouts
     #: keep the policy's precision. Old and new log-probs share it, so the ratio compares
     #: like with like.
     bf16: Bf16Setting = False
+    #: the temperature the rollout engine samples at; every log-prob the update takes (new,
+    #: old, reference) is scored under ``softmax(logits / temperature)``, as the sampler drew
+    temperature: float = 1.0
+    #: cap ``C`` of the truncated importance-sampling weights ``min(π_old / π_sampler, C)``
+    #: applied where the engine's own log-probs come from other kernels or another
+    #: precision than the trainer's (:mod:`kgreason.rl.correction`); None: the gap is
+    #: measured and logged, not corrected
+    tis_cap: float | None = 2.0
 
 
 #: checkpoint key of the RL iterations done (read back by :func:`kgreason.training.resume.rl_progress`)
@@ -177,9 +188,22 @@ class RLLitModule(L.LightningModule):
                              "the batch off-policy (set ppo_epochs=1, or on_policy=false for PPO's clipped ratio)")
         self.estimator = get_advantage(self.cfg.advantage)
         #: the training passes' autocast (a bf16 policy autocasts everything already)
-        self.bf16 = not policy.bf16 and resolve_bf16(self.cfg.bf16, policy.device, measure=True)
+        self.bf16 = not policy.bf16 and resolve_bf16(self.cfg.bf16, policy.device, "train")
         self.iteration = 0
         self._rng_to_restore: dict[str, Any] | None = None
+        if self.cfg.temperature <= 0:
+            raise ValueError(f"objective.temperature must be > 0 (the sampling temperature), got {self.cfg.temperature}")
+        # only passed when not 1: a user's Policy written before the keyword still works
+        self._temperature = {"temperature": self.cfg.temperature} if self.cfg.temperature != 1.0 else {}
+
+    @property
+    def sampler_is_trainer(self) -> bool:
+        """Whether the rollout engine's log-probs are the trainer's own: an engine that runs
+        the policy's forward pass (:attr:`~kgreason.rollout.Engine.scores_like_trainer`) at
+        the trainer's temperature, with no bf16 autocast added for the training passes."""
+        engine = getattr(getattr(self.source, "rollout", None), "engine", None)
+        return (bool(getattr(engine, "scores_like_trainer", False)) and not self.bf16
+                and float(getattr(engine, "temperature", 1.0)) == self.cfg.temperature)
 
     def on_fit_start(self) -> None:
         # transformers loads models in eval mode, and Lightning trains modules in the mode
@@ -244,11 +268,19 @@ class RLLitModule(L.LightningModule):
             data = self.make_batch(kept)
             # sequences cut at objective.max_len: their ends (the answer, often) are not trained on
             logs["train/max_len_cut"] = data.truncated / len(data)
+            # the engine's own log-probs, where it scored with the trainer's forward pass and
+            # precision, are the old log-probs: the policy has not moved since it sampled
+            reuse = data.sampler_logp is not None and self.sampler_is_trainer
+            if reuse and not self.cfg.on_policy:
+                data.old_logp = data.sampler_logp * data.loss_mask
+            logs["train/old_logp_from_sampler"] = float(reuse)
             with torch.no_grad(), self.policy.autocast(self.bf16):
-                if not self.cfg.on_policy:
+                if not self.cfg.on_policy and not reuse:
                     data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)
                 if self.cfg.kl_coef:
                     data.ref_logp = self._logp_chunks(data, self.policy.reference_logprobs)
+            if reuse:
+                data.sampler_logp = None  # nothing to correct: the sampler is the trainer
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/iteration"] = float(self.iteration)
@@ -292,7 +324,7 @@ class RLLitModule(L.LightningModule):
         for i in range(0, len(data), self.cfg.mini_batch_size):
             sl = slice(i, i + self.cfg.mini_batch_size)
             r = fn(data.input_ids[sl], data.attention_mask[sl],
-                   from_pos=first_loss_position(data.loss_mask[sl]), loss_mask=data.loss_mask[sl])
+                   from_pos=first_loss_position(data.loss_mask[sl]), loss_mask=data.loss_mask[sl], **self._temperature)
             out.append(r[0] if isinstance(r, tuple) else r)
         return torch.cat(out).detach()
 
@@ -349,12 +381,20 @@ class RLLitModule(L.LightningModule):
                         logp, ent = self.policy.token_logprobs(mb.input_ids, mb.attention_mask,
                                                                with_entropy=True, entropy_grad=cfg.entropy_coef > 0,
                                                                from_pos=first_loss_position(mb.loss_mask),
-                                                               loss_mask=mb.loss_mask)
+                                                               loss_mask=mb.loss_mask, **self._temperature)
+                    behaviour = mb.old_logp if mb.old_logp is not None else logp.detach()
+                    is_weights, gap = None, {}
+                    if mb.sampler_logp is not None:  # an engine with other kernels or precision sampled
+                        gap = sampler_mismatch(behaviour, mb.sampler_logp, mb.loss_mask, cfg.clip_low, cfg.clip_high)
+                        if cfg.tis_cap is not None:
+                            is_weights = truncated_is_weights(behaviour, mb.sampler_logp, cfg.tis_cap)
                     loss, m = policy_loss(
-                        logp, mb.old_logp if mb.old_logp is not None else logp.detach(), mb.advantages, mb.loss_mask,
+                        logp, behaviour, mb.advantages, mb.loss_mask,
                         clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
                         ref_logp=mb.ref_logp, kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
-                        entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm)
+                        entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm,
+                        is_weights=is_weights)
+                    m.update(gap)
                     m["loss"] = float(loss.detach())
                 if not cfg.on_policy:
                     opt.zero_grad()

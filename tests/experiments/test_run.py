@@ -22,6 +22,8 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     out = tmp_path / "smoke"
     p = run("method=kg_r1", "preset=smoke", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
+    # the smoke preset's turns and episodes fit what its cold start teaches (method_preset/<method>_smoke.yaml)
+    assert "cold-start lengths: all" in p.stdout + p.stderr
     for f in ("config.yaml", "results.json", "results.md", "trajectories.jsonl", "training_curves.png",
               "sft/metrics.csv", "rl/metrics.csv", "checkpoints/policy.pt", "checkpoints/policy_sft.pt",
               "checkpoints/rl/last.ckpt", "eval_untrained.jsonl", "eval_trained.jsonl"):
@@ -145,6 +147,8 @@ def test_isp_dtpo_smoke_run_trains_on_trees(tmp_path):
     out = tmp_path / "isp"
     p = run("method=isp_dtpo", "preset=smoke", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
+    # the smoke preset's turns and episodes fit what its cold start teaches (method_preset/<method>_smoke.yaml)
+    assert "cold-start lengths: all" in p.stdout + p.stderr
     cfg = (out / "config.yaml").read_text()
     assert "DecomposedColdStart" in cfg and "TreeExperience.build" in cfg and "advantage: tree_step" in cfg
     assert "  n_rollouts: 2" in cfg and "  max_turns: 3" in cfg  # K and depth (the env's turns) from the preset
@@ -169,6 +173,8 @@ def test_knowcoder_a1_smoke_run_reports_its_cold_start(tmp_path):
     out = tmp_path / "kc"
     p = run("method=knowcoder_a1", "preset=smoke", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
+    # the smoke preset's turns and episodes fit what its cold start teaches (method_preset/<method>_smoke.yaml)
+    assert "cold-start lengths: all" in p.stdout + p.stderr
     res = json.loads((out / "results.json").read_text())
     assert res["sft_trajectories"] > 0 and res["cold_start_report"]["scripted"]
     assert set(res["eval"]) == {"untrained", "trained"} and "direct" in res["eval"]["trained"]["overall"]
@@ -183,6 +189,8 @@ def test_kbqa_r1_smoke_run_reports_its_cold_start(tmp_path):
     out = tmp_path / "kbqa"
     p = run("method=kbqa_r1", "preset=smoke", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
+    # the smoke preset's turns and episodes fit what its cold start teaches (method_preset/<method>_smoke.yaml)
+    assert "cold-start lengths: all" in p.stdout + p.stderr
     res = json.loads((out / "results.json").read_text())
     assert res["sft_trajectories"] > 0 and res["cold_start_report"]["scripted"]
     assert set(res["eval"]) == {"untrained", "trained"}
@@ -212,6 +220,8 @@ def test_kg_reasoner_smoke_run_trains_its_ranker_first(tmp_path):
     out = tmp_path / "kgr"
     p = run("method=kg_reasoner", "preset=smoke", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
+    # the smoke preset's turns and episodes fit what its cold start teaches (method_preset/<method>_smoke.yaml)
+    assert "cold-start lengths: all" in p.stdout + p.stderr
     res = json.loads((out / "results.json").read_text())
     assert res["ranker"]["examples"] > 0 and "mrr" in res["ranker"]["held_out"]
     assert (out / "ranker.pt").is_file() and res["sft_trajectories"] > 0

@@ -232,3 +232,32 @@ def test_the_endpoint_names_the_fault(proxy):
     dead = endpoint(f"http://127.0.0.1:{free_port()}/query")
     with pytest.raises(KBUnavailable):
         dead.select(q)
+
+
+KILLING_QUERY = "SELECT ?x WHERE { BIND(" + "+".join(["1"] * 10_000) + " AS ?x) }"  # exited the server
+
+
+def test_a_served_kb_survives_the_killing_query_and_restarts_a_dead_server(demo_nt):
+    from kgreason.errors import KBQueryError
+
+    srv = OxigraphServer.from_file(demo_nt)
+    srv.start()
+    try:
+        kb = srv.kb(timeout_s=TIMEOUT_S, retries=0)
+        ask = "SELECT ?x WHERE { ?x ?p ?o } LIMIT 3"
+        assert len(kb.select(ask)) == 3
+        with pytest.raises(KBQueryError):  # refused before it reaches the server
+            kb.select(KILLING_QUERY)
+        assert srv.alive and srv.restarts == 0 and len(kb.select(ask)) == 3
+        srv.proc.send_signal(signal.SIGKILL)  # however it died, its owner brings it back
+        srv.proc.wait(timeout=10)
+        assert len(kb.select(ask)) == 3
+        assert srv.alive and srv.restarts == 1
+        # a server that cannot come back stops the run with an error naming it
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(timeout=10)
+        srv.binary = "/bin/false"
+        with pytest.raises(KBUnavailable, match=rf"Oxigraph server on 127.0.0.1:{srv.port} died \(exit code -9\)"):
+            kb.select(ask)
+    finally:
+        srv.stop()

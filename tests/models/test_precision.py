@@ -2,47 +2,61 @@ import pytest
 import torch
 
 from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast, resolve_bf16
+from kgreason.models.precision import Bf16Support, bf16_support, stage_precisions
 
 
-def test_auto_follows_the_hardware_probe(monkeypatch):
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
-    assert bf16_is_fast("cpu") and resolve_bf16("auto") and resolve_bf16(None)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    assert not bf16_is_fast("cpu") and not resolve_bf16("auto")
-    assert resolve_bf16(True) and resolve_bf16("True")  # an explicit choice wins
+def _flags(monkeypatch, amx: bool, avx512_bf16: bool) -> None:
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
 
 
-def test_unknown_setting_is_refused():
+@pytest.mark.parametrize(("amx", "avx512_bf16", "decode", "train"), [
+    (True, True, True, True),     # Sapphire Rapids and later: bf16 everywhere
+    (False, True, False, True),   # AVX512-BF16 without AMX: training passes only
+    (False, False, False, False),
+])
+def test_auto_follows_the_declared_capabilities_per_stage(monkeypatch, amx, avx512_bf16, decode, train):
+    _flags(monkeypatch, amx, avx512_bf16)
+    assert bf16_is_fast("cpu", "decode") is decode and resolve_bf16("auto") is decode and resolve_bf16(None) is decode
+    assert bf16_is_fast("cpu", "train") is train and resolve_bf16("auto", stage="train") is train
+    assert resolve_bf16(True, stage="decode") and not resolve_bf16("false", stage="train")  # an explicit choice wins
+
+
+def test_the_decision_never_times_the_host(monkeypatch):
+    def no_products(*a, **k):
+        raise AssertionError("auto must not time a product")
+
+    monkeypatch.setattr(torch, "matmul", no_products)
+    monkeypatch.setattr(torch.Tensor, "__matmul__", no_products)
+    _flags(monkeypatch, False, True)
+    first = [resolve_bf16("auto", stage=s) for s in ("decode", "train")]
+    assert first == [resolve_bf16("auto", stage=s) for s in ("decode", "train")] == [False, True]
+
+
+def test_other_devices_and_unknown_settings():
+    assert Bf16Support("cuda", cuda_bf16=True).fast("decode") and not Bf16Support("cuda").fast("train")
+    assert bf16_support("meta") == Bf16Support("meta") and not resolve_bf16("auto", device="meta", stage="train")
     with pytest.raises(ValueError, match="bf16 must be"):
         resolve_bf16("half")
+    with pytest.raises(ValueError, match="stage must be one of"):
+        Bf16Support("cpu").fast("rollout")
+
+
+def test_stage_precisions_name_what_each_stage_computes_in(monkeypatch):
+    _flags(monkeypatch, False, True)
+    assert stage_precisions(True, False, False) == {
+        "host": "cpu (avx512_bf16)", "rollouts": "bf16", "eval": "bf16", "sft": "bf16", "rl": "bf16"}
+    assert stage_precisions(False, "auto", False) == {
+        "host": "cpu (avx512_bf16)", "rollouts": "float32", "eval": "float32", "sft": "bf16 autocast", "rl": "float32"}
+    _flags(monkeypatch, False, False)
+    assert stage_precisions(False, "auto", "auto")["host"] == "cpu (no native bf16)"
+    assert stage_precisions(False, "auto", "auto")["sft"] == "float32"
 
 
 @pytest.mark.parametrize("amx", [True, False])
 def test_auto_policy_stores_base_weights_in_the_chosen_dtype(monkeypatch, amx):
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    _flags(monkeypatch, amx, True)
     pol = CausalLMPolicy.from_pretrained(lora=LoraSettings(r=4, alpha=8))
     frozen = {p.dtype for p in pol.model.parameters() if not p.requires_grad}
-    assert pol.bf16 is amx
+    assert pol.bf16 is amx  # the policy's weights serve decoding: AVX512-BF16 alone keeps float32
     assert frozen == {torch.bfloat16 if amx else torch.float32}
-
-
-def test_measured_auto_takes_bf16_only_where_its_products_are_faster(monkeypatch):
-    from kgreason.models import precision
-
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    for speedup, expected in ((2.4, True), (1.1, False), (0.5, False)):
-        precision._bf16_measured_fast.cache_clear()
-        monkeypatch.setattr(precision, "bf16_speedup", lambda s=speedup: s)
-        assert resolve_bf16("auto", measure=True) is expected
-        assert resolve_bf16("auto") is False  # without measuring, the AMX flag decides
-    precision._bf16_measured_fast.cache_clear()
-    monkeypatch.setattr(precision, "bf16_speedup", lambda: pytest.fail("measured on a GPU"))
-    assert resolve_bf16("auto", device="meta", measure=True) is False
-
-
-def test_bf16_speedup_times_both_precisions():
-    from kgreason.models.precision import bf16_speedup
-
-    # a ratio of two real timings, not a constant; best of 5 each because a busy host can
-    # stall one product (best of 2 gave 154x in a suite run beside two evaluations)
-    assert 0.05 < bf16_speedup(256, 5) < 50

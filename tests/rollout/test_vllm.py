@@ -67,9 +67,15 @@ class _LLM:
         for p in prompts:
             ids = torch.tensor([p["prompt_token_ids"]])
             with torch.no_grad():
-                seq = self.hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                       max_new_tokens=params.max_tokens, pad_token_id=0)
-            outs.append(SimpleNamespace(outputs=[SimpleNamespace(token_ids=seq[0, ids.shape[1]:].tolist())]))
+                out = self.hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                       max_new_tokens=params.max_tokens, pad_token_id=0,
+                                       return_dict_in_generate=True, output_logits=True)
+            new = out.sequences[0, ids.shape[1]:].tolist()
+            # vLLM's format: per token, {token id: Logprob} for the sampled one (logprobs=0)
+            logprobs = None if params.logprobs is None else [
+                {t: SimpleNamespace(logprob=float(step[0].float().log_softmax(-1)[t]))}
+                for t, step in zip(new, out.logits, strict=True)]
+            outs.append(SimpleNamespace(outputs=[SimpleNamespace(token_ids=new, logprobs=logprobs)]))
         return outs
 
 
@@ -88,6 +94,12 @@ def test_starts_from_the_merged_policy_and_decodes_as_hf(fake_vllm):
     assert [(g.token_ids, g.text, g.finish) for g in out] == [(g.token_ids, g.text, g.finish) for g in hf]
     (llm,) = fake_vllm
     assert llm.kw["enable_prefix_caching"] and llm.params[0].stop == ["e"] and llm.params[0].top_k == -1
+    # the sampled tokens' log-probs come back (logprobs=0), cut with the tokens
+    assert llm.params[0].logprobs == 0 and "logprobs_mode" not in llm.kw  # temperature 1: vLLM's default mode
+    for g, h in zip(out, hf, strict=True):
+        assert len(g.logprobs) == len(g.token_ids)
+        assert max(abs(a - b) for a, b in zip(g.logprobs, h.logprobs, strict=True)) < 1e-4
+    assert VLLMEngine(policy, temperature=0.7).llm_kwargs["logprobs_mode"] == "processed_logprobs"
     # the adapters are in what vLLM loaded: without them the model says something else
     plain = HFEngine(CausalLMPolicy.tiny(lora=LORA, seed=0)).generate(ps, max_new_tokens=12, greedy=True)
     assert tokens(plain) != tokens(HFEngine(policy).generate(ps, max_new_tokens=12, greedy=True))

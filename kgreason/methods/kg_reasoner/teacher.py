@@ -20,7 +20,7 @@ from kgreason.envs.base import KGEnv
 from kgreason.errors import ConfigError
 from kgreason.eval import f1
 from kgreason.methods.kg_reasoner.space import KGReasonerState
-from kgreason.training.cold_start import ColdStart, episode_tokens
+from kgreason.training.cold_start import ColdStart, Skipped, episode_tokens
 from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, Trajectory
 
@@ -147,16 +147,26 @@ class KGReasonerColdStart(ColdStart):
         rng = random.Random(self.seed)
         out: list[Trajectory] = []
         self.report = {"questions": len(samples), "written": 0, "corrections": 0}
+        skipped = Skipped()
         for s in samples:
+            if not s.relation_path:
+                skipped.add("without relation_path (the gold field the path writer follows)", s.id)
+                continue
             t = self.writer.episode(make_env(), s, rng)
-            if t is None or f1(t.answer, s.answers) < 1.0:
+            if t is None:
+                skipped.add("whose gold path cannot be written within env.max_turns", s.id)
+                continue
+            if f1(t.answer, s.answers) < 1.0:
+                skipped.add("whose gold path does not reach the gold answers in the KB (F1 < 1)", s.id)
                 continue
             self.report["written"] += 1
             self.report["corrections"] += any(a.kwargs.get("backtrack") for x in t.turns for a in x.actions)
             out.append(episode_tokens(t, policy.chat_ids, policy.tokenizer))
+        self.report["skipped"] = skipped.as_dict()
         if samples and not out:
-            raise ConfigError(f"no gold-path episode of {len(samples)} questions could be written; the questions "
-                              "need relation paths, and env.max_turns must cover a search per hop")
+            raise ConfigError(f"no gold-path episode could be written: {skipped.summary(len(samples))}; the "
+                              "questions need relation paths, and env.max_turns must cover a search per hop")
+        skipped.log(len(samples))
         return out
 
     def __repr__(self) -> str:

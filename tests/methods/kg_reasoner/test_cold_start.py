@@ -60,7 +60,7 @@ def test_the_builder_reports_and_refuses_empty_sets(make, questions):
     assert cs.report["written"] == len(trajs) > 0 and 0 < cs.report["corrections"] < len(trajs)
     assert all(len(t.token_ids) == len(t.loss_mask) and sum(t.loss_mask) > 0 for t in trajs)
     no_path = [q for q in load_dataset("demo", split="train") if not q.relation_path][:5]
-    with pytest.raises(ConfigError, match="no gold-path episode of 5 questions"):
+    with pytest.raises(ConfigError, match="5 of 5 questions not used: 5 without relation_path"):
         cs(no_path, make, CausalLMPolicy.tiny())
     with pytest.raises(ConfigError, match="p_error=2"):
         KGReasonerPathWriter(p_error=2)
