@@ -68,3 +68,15 @@ class RewardError(KGReasonError):
 class ConfigError(KGReasonError, ValueError):
     """A configuration value or combination of parts that cannot work; the message names
     the bad value and the valid choices."""
+
+
+class EngineError(KGReasonError):
+    """A rollout engine could not generate what it was asked for."""
+
+
+class EngineUnavailable(EngineError):
+    """No generation server answered (each one's error is named)."""
+
+
+class EngineStaleWeights(EngineError):
+    """A server answered from other weights than the trainer's current ones."""

@@ -19,9 +19,10 @@ AFFIXES = {"cold_start": ("", "_cold_start"), "curriculum": ("", "_stream"), "en
 def snake(name: str) -> str:
     """snake_case of a class name.
 
-    >>> snake("CT2Engine"), snake("GATEntityRanker"), snake("HFEngine")
-    ('ct2_engine', 'gat_entity_ranker', 'hf_engine')
+    >>> snake("CT2Engine"), snake("GATEntityRanker"), snake("HFEngine"), snake("OpenAIEngine")
+    ('ct2_engine', 'gat_entity_ranker', 'hf_engine', 'openai_engine')
     """
+    name = name.replace("OpenAI", "Openai")  # one word, as the API is called (engine=openai)
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 

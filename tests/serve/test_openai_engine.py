@@ -1,0 +1,152 @@
+"""``engine=openai`` against real completion servers started on 127.0.0.1 (kgreason's own,
+``python -m kgreason.serve``): token ids and log-probs back, weights pushed after real
+optimiser steps and checked on every answer, a server killed mid-rollout, a smoke run."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgreason.data import load_dataset
+from kgreason.envs import make_env
+from kgreason.errors import EngineUnavailable
+from kgreason.kb.servers import free_port
+from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.rollout import HFEngine, MultiTurnRollout, OpenAIEngine
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Server:
+    """``python -m kgreason.serve --model tiny`` on a free loopback port, stopped by PID."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "kgreason.serve", "--model", "tiny", "--port",
+                                      str(self.port), "--threads", "1"], cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError("server did not start within 120 s")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    started = [Server(), Server()]
+    yield started
+    for s in started:
+        s.stop()
+
+
+def lora_policy() -> CausalLMPolicy:
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=1)  # other weights than the servers'
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.add_(torch.randn_like(p) * 0.5)
+    return policy
+
+
+def prompts(policy: CausalLMPolicy, n: int) -> list[list[int]]:
+    return [policy.chat_ids([{"role": "user", "content": f"question {i}" + " more" * i}]) for i in range(n)]
+
+
+def test_tokens_logprobs_and_weights_come_from_the_trainers_policy(servers):
+    policy = lora_policy()
+    ps = prompts(policy, 5)
+    engine = OpenAIEngine(policy, [s.url for s in servers])
+    local = HFEngine(policy)
+    opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=0.5, fused=True)
+    outputs = []
+    for step in range(3):
+        remote = engine.generate(ps, stop=["e"], max_new_tokens=10, greedy=True)
+        here = local.generate(ps, stop=["e"], max_new_tokens=10, greedy=True)
+        assert [g.token_ids for g in remote] == [g.token_ids for g in here]
+        assert [g.text for g in remote] == [g.text for g in here]
+        for a, b in zip(remote, here, strict=True):
+            assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+        assert engine.syncs == step + 1 and engine.version == f"policy-v{step + 1}"
+        outputs.append([g.token_ids for g in here])
+        ids = torch.tensor([ps[0] + here[0].token_ids])  # a real update: fused AdamW, as a trainer steps
+        lp, _ = policy.token_logprobs(ids, torch.ones_like(ids), from_pos=len(ps[0]))
+        opt.zero_grad()
+        lp.sum().backward()
+        opt.step()
+    assert len({str(o) for o in outputs}) > 1  # the updates changed the output the servers follow
+    # a request for weights a server does not hold is refused, never answered from others
+    body = json.dumps({"prompt": ps[0], "model": "policy-v0", "max_tokens": 2}).encode()
+    req = urllib.request.Request(servers[0].url + "/completions", data=body, headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError, match="404"):
+        urllib.request.urlopen(req, timeout=30)
+
+
+def test_a_server_killed_mid_rollout_hands_its_rows_to_another(servers, demo_oxigraph):
+    policy = lora_policy()
+    engine = OpenAIEngine(policy, [s.url for s in servers])
+    generate, calls = engine.generate, [0]
+
+    def kill_after_the_first_turn(*args, **kw):
+        calls[0] += 1
+        if calls[0] == 2:
+            servers[0].kill()
+        return generate(*args, **kw)
+
+    engine.generate = kill_after_the_first_turn
+    samples = load_dataset("demo", split="train")[:4]
+    ro = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new_tokens=12)
+    trajs, stats = ro.run([make_env("kg_r1", demo_oxigraph, max_turns=3) for _ in samples], samples, greedy=True)
+    assert calls[0] >= 2 and servers[0].url in engine.failed and servers[1].url not in engine.failed
+    assert len(trajs) == 4 and all(t.turns and t.sampler_logprobs is not None for t in trajs)
+    local = MultiTurnRollout(HFEngine(policy), policy.tokenizer, policy.chat_ids, max_new_tokens=12)
+    same, _ = local.run([make_env("kg_r1", demo_oxigraph, max_turns=3) for _ in samples], samples, greedy=True)
+    assert [t.token_ids for t in trajs] == [t.token_ids for t in same]  # nothing lost, nothing changed
+    servers[1].kill()
+    with pytest.raises(EngineUnavailable, match="no completion server is left"):
+        engine.generate(prompts(policy, 2), max_new_tokens=4)
+
+
+def test_kg_r1_smoke_run_on_the_server(servers, tmp_path):
+    out = tmp_path / "run"
+    p = subprocess.run([sys.executable, "experiments/run.py", "method=kg_r1", "preset=smoke", "engine=openai",
+                        f"engine.urls=[{servers[0].url}]", f"hydra.run.dir={out}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    assert set(res["eval"]) == {"untrained", "trained"}
+    cols = (out / "rl" / "metrics.csv").read_text().splitlines()[0]
+    assert "train/sampler_abs_dlogp" in cols  # its log-probs came back and were compared with the trainer's
