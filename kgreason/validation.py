@@ -71,7 +71,7 @@ RULES = (
     Rule("objective.entropy_coef", float, 0),
     Rule("objective.max_grad_norm", float, 0, strict=True),
     Rule("objective.weight_decay", float, 0),
-    Rule("objective.temperature", float, 0, strict=True),
+    Rule("objective.temperature", float, 0, strict=True, meaning="the sampling temperature: it follows engine.temperature"),
     Rule("objective.tis_cap", float, 0, strict=True, nullable=True),
     Rule("objective.max_len", nullable=True),
     Rule("objective.group_size", nullable=True),
