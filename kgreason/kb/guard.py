@@ -64,6 +64,11 @@ _UPDATE_WORDS = {
     "INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH",
 }
 _REMOTE_WORDS = {"SERVICE"}
+#: dataset clauses: the KB, not the query, decides which graphs are read (an engine may
+#: fetch a FROM graph it does not hold)
+_DATASET_WORDS = {"FROM"}
+#: SPARQL 1.1 §19.2: codepoint escapes are replaced before the query is parsed
+_CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 # SPARQL 1.1 §17.4 built-ins and aggregates, and the keywords a '(' may follow
 _BUILTINS = {
     "STR", "LANG", "LANGMATCHES", "DATATYPE", "BOUND", "IRI", "URI", "BNODE", "RAND", "ABS", "CEIL",
@@ -248,12 +253,22 @@ def check_read_only(query: str) -> QueryInfo:
         query.encode("utf-8")
     except UnicodeEncodeError as e:
         raise KBQueryError(f"the query is not valid Unicode at character {e.start}") from None
+    if _CODEPOINT.search(query):
+        # an engine that follows §19.2 reads the decoded text, one that does not the raw
+        # text: both must pass (\u0053ERVICE is SERVICE to the first)
+        decoded = _CODEPOINT.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), query)
+        try:
+            check_read_only(decoded)
+        except ValueError:  # chr() of a code point past U+10FFFF
+            raise KBQueryError("the query holds an invalid codepoint escape") from None
     words = _keywords(query)
     for w in words:
         if w in _UPDATE_WORDS:
             raise KBForbiddenQuery(f"SPARQL update/{w} is not allowed: the KB is read-only")
         if w in _REMOTE_WORDS:
             raise KBForbiddenQuery("SERVICE (federated query) is not allowed")
+        if w in _DATASET_WORDS:
+            raise KBForbiddenQuery("FROM / FROM NAMED is not allowed: the KB decides which graphs a query reads")
     form = next((w for w in words if w not in {"BASE", "PREFIX"}), None)
     if form in _OTHER_QUERY_FORMS:
         raise KBForbiddenQuery(f"{form} queries are not supported; use SELECT or ASK")

@@ -30,6 +30,13 @@ NS = "http://rdf.freebase.com/ns/"
 HEAVY = "SELECT (COUNT(*) AS ?c) WHERE { ?a ?p ?b . ?c ?q ?d }"
 
 FORBIDDEN = [
+    # SPARQL 1.1 §19.2 decodes codepoint escapes before parsing: SERVICE to such an engine
+    r"SELECT * WHERE { \u0053ERVICE <http://127.0.0.1:9/x> { ?s ?p ?o } }",
+    r"SELECT * WHERE { ?s ?p ?o . SERV\U00000049CE SILENT <http://127.0.0.1:9/x> { ?s ?p ?o } }",
+    r"\u0044ELETE WHERE { ?s ?p ?o }",
+    # dataset clauses: an engine may fetch a graph it does not hold
+    "SELECT * FROM <http://127.0.0.1:9/g> WHERE { ?s ?p ?o }",
+    "SELECT * FROM NAMED <http://127.0.0.1:9/g> WHERE { GRAPH ?g { ?s ?p ?o } }",
     "INSERT DATA { <http://a> <http://b> <http://c> }",
     "DELETE WHERE { ?s ?p ?o }",
     "PREFIX x: <http://x/> DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } WHERE { ?s ?p ?o }",
@@ -55,6 +62,7 @@ FORBIDDEN = [
 ]
 
 ALLOWED = [
+    r'SELECT ?s WHERE { ?s ?p "caf\u00e9 SERVICE FROM" }',  # escapes and keywords inside a string
     'SELECT ?s WHERE { ?s ?p "INSERT DATA { <a> <b> <c> }" }',
     "SELECT ?s WHERE { ?s <http://x/DELETE> ?o }",
     "# DROP ALL in a comment\nASK { ?s ?p ?o }",
