@@ -243,7 +243,8 @@ class Trajectory:
     for the prompt) have the same length. Every loss in the library uses only masked
     tokens. ``sampler_logprobs``, when the engine gave them, is as long too: the sampler's
     log-prob of each policy token (:attr:`kgreason.rollout.Generation.logprobs`), 0 on the
-    other tokens; None once a policy segment came without them.
+    other tokens. Rollouts start it as ``[]``; it is None for trajectories built otherwise
+    and once a policy segment came without them.
     """
 
     sample_id: str
@@ -259,7 +260,7 @@ class Trajectory:
     token_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     turn_index: list[int] = field(default_factory=list)
-    sampler_logprobs: list[float] | None = field(default_factory=list)
+    sampler_logprobs: list[float] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     def append_tokens(self, ids: list[int], policy: bool, turn: int, logprobs: list[float] | None = None) -> None:

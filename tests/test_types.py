@@ -12,6 +12,16 @@ def test_trajectory_token_fields():
         Trajectory(sample_id="a", token_ids=[1, 2], loss_mask=[1], turn_index=[0, 0]).check_token_fields()
     with pytest.raises(ValueError, match="other than 0 and 1"):
         Trajectory(sample_id="a", token_ids=[1], loss_mask=[2], turn_index=[0]).check_token_fields()
+    # the sampler's log-probs, where a rollout keeps them, line up with the tokens
+    r = Trajectory(sample_id="a", sampler_logprobs=[])
+    r.append_tokens([1, 2], policy=False, turn=-1)
+    r.append_tokens([3], policy=True, turn=0, logprobs=[-0.5])
+    assert r.sampler_logprobs == [0.0, 0.0, -0.5]
+    r.check_token_fields()
+    r.append_tokens([4], policy=True, turn=1)  # a segment without them: the trajectory has none
+    assert r.sampler_logprobs is None
+    with pytest.raises(ValueError, match="sampler_logprobs"):
+        Trajectory(sample_id="a", token_ids=[1], loss_mask=[1], turn_index=[0], sampler_logprobs=[]).check_token_fields()
 
 
 def test_sample_round_trip():
