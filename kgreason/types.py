@@ -263,6 +263,10 @@ class Trajectory:
     sampler_logprobs: list[float] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def start_tokens(self) -> None:
+        """Empty the token-level fields for a rollout to fill, the sampler's log-probs included."""
+        self.token_ids, self.loss_mask, self.turn_index, self.sampler_logprobs = [], [], [], []
+
     def append_tokens(self, ids: list[int], policy: bool, turn: int, logprobs: list[float] | None = None) -> None:
         """Append a segment: the policy's tokens (``policy=True``, mask 1, with the
         sampler's ``logprobs`` of them when the engine gave them) or prompt / environment

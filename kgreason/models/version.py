@@ -16,6 +16,9 @@ from typing import Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+#: what :func:`weights_version` returns: (model object, optimiser steps, in-place versions)
+WeightsVersion = tuple[int, int, int]
+
 #: attribute a stepped parameter carries: how many optimiser steps included it
 STEPS_ATTR = "_kgreason_optimizer_steps"
 
@@ -36,7 +39,7 @@ def mark_changed(model: torch.nn.Module) -> None:
         setattr(p, STEPS_ATTR, getattr(p, STEPS_ATTR, 0) + 1)
 
 
-def weights_version(model: torch.nn.Module) -> tuple[int, int, int]:
+def weights_version(model: torch.nn.Module) -> WeightsVersion:
     """Changes whenever ``model``'s weights may have: the model object (a LoRA merge
     replaces it), the optimiser steps that touched its parameters (:data:`STEPS_ATTR`)
     and the sum of its tensors' in-place version counters (loading weights, a merge, an

@@ -22,6 +22,7 @@ import torch
 
 from kgreason.errors import KGReasonError
 from kgreason.models.export import merged_copy
+from kgreason.models.version import WeightsVersion
 from kgreason.rollout.engine import (
     Engine,
     Generation,
@@ -124,7 +125,7 @@ class CT2Engine(Engine):
         self.syncs = 0
         self.sync_seconds = 0.0
         self._generator: Any = None
-        self._synced: tuple[int, int, int] | None = None  # weights version the generator holds
+        self._synced: WeightsVersion | None = None  # weights version the generator holds
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -180,7 +181,7 @@ class CT2Engine(Engine):
             self._sync(version)
         return self._generator
 
-    def _sync(self, version: tuple[int, int, int]) -> None:
+    def _sync(self, version: WeightsVersion) -> None:
         ct2 = _ctranslate2()
         t0 = time.perf_counter()
         # tmpfs where there is one: the files are read once, then deleted

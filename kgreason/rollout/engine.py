@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from kgreason.models.compat import cache_kwargs, output_cache
-from kgreason.models.version import weights_version
+from kgreason.models.version import WeightsVersion, weights_version
 
 
 @dataclass
@@ -67,7 +67,7 @@ class _Kept:
     ids: torch.Tensor
     mask: torch.Tensor
     rows: list[tuple[int, ...]]
-    weights: tuple[int, int, int]
+    weights: WeightsVersion
 
 
 class _Rounds:

@@ -90,7 +90,7 @@ class MultiTurnRollout:
             prompt = self.chat_ids(env.reset(s))
             assert env.trajectory is not None
             t = env.trajectory
-            t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
+            t.start_tokens()
             t.append_tokens(list(prompt), policy=False, turn=-1)
             trajs.append(t)
         active = list(range(len(envs)))

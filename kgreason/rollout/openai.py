@@ -31,7 +31,7 @@ from typing import Any
 
 from kgreason.errors import EngineStaleWeights, EngineUnavailable
 from kgreason.models.export import merged_copy
-from kgreason.models.version import weights_version
+from kgreason.models.version import WeightsVersion, weights_version
 from kgreason.rollout.engine import Engine, Generation, finish_generation
 
 TOKEN_PREFIX = "token_id:"
@@ -70,7 +70,7 @@ class OpenAIEngine(Engine):
         self.version: str | None = None
         self.syncs = 0
         self.failed: dict[str, str] = {}
-        self._synced: tuple[int, int, int] | None = None
+        self._synced: WeightsVersion | None = None
 
     # ------------------------------------------------------------------ generation
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
@@ -89,14 +89,13 @@ class OpenAIEngine(Engine):
         live = self._live()
         size = -(-len(prompts) // len(live))
         chunks = [list(range(i, min(i + size, len(prompts)))) for i in range(0, len(prompts), size)]
-        out: list[Generation | None] = [None] * len(prompts)
+        out: list[Generation] = []
         with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
             futures = [pool.submit(self._complete, [list(prompts[i]) for i in rows], body, k)
                        for k, rows in enumerate(chunks)]
-            for rows, fut in zip(chunks, futures, strict=True):
-                for i, (ids, lps) in zip(rows, fut.result(), strict=True):
-                    out[i] = finish_generation(self.tokenizer, ids, stops, max_new_tokens, lps)
-        return [g for g in out if g is not None]
+            for fut in futures:  # chunks are contiguous and in order: their answers are too
+                out += [finish_generation(self.tokenizer, ids, stops, max_new_tokens, lps) for ids, lps in fut.result()]
+        return out
 
     def _live(self) -> list[str]:
         live = [u for u in self.urls if u not in self.failed]

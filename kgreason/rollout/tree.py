@@ -90,7 +90,7 @@ class Tree:
         """The root-to-leaf episode as a :class:`Trajectory` with token fields."""
         path = self.path(leaf_id)
         t = Trajectory(sample_id=self.sample.id, prompt=self.prompt)
-        t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
+        t.start_tokens()
         if path:
             t.append_tokens(path[0].context_ids, policy=False, turn=-1)
         for k, n in enumerate(path):

@@ -24,6 +24,7 @@ import torch
 
 from kgreason.errors import KGReasonError
 from kgreason.models.export import merged_copy
+from kgreason.models.version import WeightsVersion
 from kgreason.rollout.engine import Engine, Generation, finish_generation, weights_version
 
 
@@ -96,7 +97,7 @@ class VLLMEngine(Engine):
         self.syncs = 0
         self.sync_seconds = 0.0
         self._llm: Any = None
-        self._synced: tuple[int, int, int] | None = None
+        self._synced: WeightsVersion | None = None
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -122,7 +123,7 @@ class VLLMEngine(Engine):
             self._push(version)
         return self._llm
 
-    def _start(self, version: tuple[int, int, int]) -> None:
+    def _start(self, version: WeightsVersion) -> None:
         t0 = time.perf_counter()
         directory = tempfile.mkdtemp(prefix="kgreason-vllm-")
         try:
@@ -133,7 +134,7 @@ class VLLMEngine(Engine):
             shutil.rmtree(directory, ignore_errors=True)  # vLLM holds the weights in memory now
         self._done(version, t0)
 
-    def _push(self, version: tuple[int, int, int]) -> None:
+    def _push(self, version: WeightsVersion) -> None:
         t0 = time.perf_counter()
         weights = list(merged_weights(self.policy.model).items())
         if hasattr(self._llm, "collective_rpc"):
@@ -144,7 +145,7 @@ class VLLMEngine(Engine):
             self._llm.reset_prefix_cache()
         self._done(version, t0)
 
-    def _done(self, version: tuple[int, int, int], t0: float) -> None:
+    def _done(self, version: WeightsVersion, t0: float) -> None:
         self._synced = version
         self.syncs += 1
         self.sync_seconds += time.perf_counter() - t0

@@ -16,6 +16,7 @@ sampling, KG-Reasoner's error-correction pairs.
 
 from __future__ import annotations
 
+import logging
 import random
 import statistics
 from collections.abc import Callable, Sequence
@@ -27,6 +28,8 @@ from kgreason.envs.base import KGEnv
 from kgreason.errors import ConfigError
 from kgreason.eval.metrics import matches
 from kgreason.types import KBQASample, Trajectory
+
+log = logging.getLogger("kgreason.cold_start")
 
 if TYPE_CHECKING:  # the protocol module loads torch; cold starts are read by the config check
     from kgreason.models.protocol import Policy
@@ -108,9 +111,7 @@ class Skipped:
 
     def log(self, questions: int) -> None:
         if self.ids:
-            import logging
-
-            logging.getLogger("kgreason.cold_start").warning("cold start: %s", self.summary(questions))
+            log.warning("cold start: %s", self.summary(questions))
 
 
 class ColdStart:

@@ -210,7 +210,7 @@ def step_sample(tree: Tree, node_id: int) -> Trajectory:
     """A node as a one-step training sample: its parent's context (mask 0), its action (mask 1)."""
     n = tree.nodes[node_id]
     t = Trajectory(sample_id=tree.sample.id, prompt=tree.prompt)
-    t.token_ids, t.loss_mask, t.turn_index, t.sampler_logprobs = [], [], [], []
+    t.start_tokens()
     t.append_tokens(n.context_ids, policy=False, turn=-1)
     t.append_tokens(n.gen_ids, policy=True, turn=0, logprobs=n.gen_logprobs)
     t.answer = list(n.answer)  # an answering node's answer, so outcome rewards can score it
