@@ -94,6 +94,8 @@ def validate_config(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={path!r}: no such file")
     if cfg.get("resume") and stage not in ("all", "rl"):
         raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
+    if cfg.get("resume"):
+        check_resume_fits(cfg)
     by = (cfg.get("data") or {}).get("stratify")
     if by is not None:  # otherwise found only after the questions load
         from kgreason.data.splits import check_stratify
@@ -124,7 +126,53 @@ def validate_config(cfg: DictConfig) -> None:
     check_compatible(cfg)
 
 
+#: keys that fix what a checkpoint holds: the policy's weights and adapters, the objective's state
+RESUME_KEYS = ("model.policy", "objective._target_", "objective.advantage")
+
+
+def _plain(cfg: DictConfig, key: str) -> object:
+    node = OmegaConf.select(cfg, key, default=None)
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def _leaf_diffs(key: str, a: object, b: object) -> list[tuple[str, object, object]]:
+    """The dotted keys under ``key`` whose values differ between ``a`` and ``b``.
+
+    >>> _leaf_diffs("model", {"name": "x", "lora": {"r": 8}}, {"name": "x", "lora": {"r": 16}})
+    [('model.lora.r', 8, 16)]
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b), key=str) for d in _leaf_diffs(f"{key}.{k}", a.get(k), b.get(k))]
+    return [] if a == b else [(key, a, b)]
+
+
+def check_resume_fits(cfg: DictConfig) -> None:
+    """Refuse ``resume`` from a run whose policy or objective differ from this one's, before
+    anything loads (loading its weights fails late, with a state-dict listing of hundreds of
+    keys). The run's ``config.yaml``, next to ``checkpoints/``, says what it was; a
+    checkpoint moved out of its run folder is not checked here.
+
+    Raises:
+        ConfigError: naming each key that differs, both values, and the overrides that wrote the run.
+    """
+    run = run_dir_of(cfg.resume, "")
+    if not run:
+        return
+    saved = OmegaConf.load(Path(run) / "config.yaml")
+    diffs = [d for key in RESUME_KEYS for d in _leaf_diffs(key, _plain(saved, key), _plain(cfg, key))
+             if not d[0].endswith(".bf16")]  # precision is not part of the weights' shape
+    if not diffs:
+        return
+    overrides = Path(run) / ".hydra" / "overrides.yaml"
+    wrote = " ".join(str(o) for o in OmegaConf.load(overrides)) if overrides.is_file() else "see its config.yaml"
+    said = "; ".join(f"{k}: checkpoint {a!r}, this run {b!r}"[:160] for k, a, b in diffs[:4]) \
+        + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+    raise ConfigError(f"resume={str(cfg.resume)!r} was written by a different policy or objective ({said}); "
+                      f"resume with the overrides that wrote it: {wrote}")
+
+
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+_NO_OPTION = re.compile(r"Could not find '([^']+)/([^'/]+)'\s+Available options in '[^']+':\s+((?:\t\S+\n?)+)")
 
 
 def check_overrides(overrides: Sequence[str]) -> DictConfig:
@@ -143,6 +191,12 @@ def check_overrides(overrides: Sequence[str]) -> DictConfig:
     except ConfigCompositionException as e:
         m = _NOT_IN_STRUCT.search(str(e))
         if m is None:
+            if (opt := _NO_OPTION.search(str(e))) is not None:  # method=nope: one line, not Hydra's listing
+                group, name, listed = opt.groups()
+                choices = listed.split()
+                close = difflib.get_close_matches(name, choices, n=1)
+                raise ConfigError(f"{group.replace('/', '.')}={name} is not an option; choose one of "
+                                  f"{', '.join(choices)}" + (f" (did you mean {close[0]}?)" if close else "")) from None
             raise ConfigError(str(e)) from None
         key = m.group(1)
         parent, _, leaf = key.rpartition(".")

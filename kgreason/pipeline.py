@@ -246,7 +246,14 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     with warnings.catch_warnings():
         # resuming mid-epoch of an endless stream: the stream itself skips what was done
         warnings.filterwarnings("ignore", message=".*resuming from a mid-epoch checkpoint.*")
-        tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
+        try:
+            tr.fit(module, DataLoader(prompts, batch_size=None), ckpt_path=cfg.resume)
+        except RuntimeError as e:
+            if cfg.resume and "Error(s) in loading state_dict" in str(e):  # a checkpoint moved out of its run
+                raise ConfigError(f"resume={str(cfg.resume)!r} does not fit this run's policy: "
+                                  f"{str(e).splitlines()[0]} ({str(e).count('size mismatch')} size mismatches); "
+                                  "resume with the overrides that wrote it") from None
+            raise
     end_stage(tr)
     if tr.is_global_zero:
         save_policy(p.policy, out / "checkpoints" / "policy.pt")

@@ -29,6 +29,7 @@ class Rule:
         key: the dotted config key (skipped where the config has no such key).
         kind: ``int`` or ``float`` (an int is a valid float).
         low: the smallest valid value; ``strict``: the value must be above it.
+        high: the largest valid value (``None``: no bound).
         nullable: ``null`` is valid too.
         meaning: what a boundary value means, said in the message (``0 skips RL``).
     """
@@ -39,10 +40,13 @@ class Rule:
     strict: bool = False
     nullable: bool = False
     meaning: str = ""
+    high: float | None = None
 
     def valid(self) -> str:
         name = "an integer" if self.kind is int else "a number"
         bound = f"> {self.low:g}" if self.strict else f">= {self.low:g}"
+        if self.high is not None:
+            bound = f"in ({self.low:g}, {self.high:g}]" if self.strict else f"in [{self.low:g}, {self.high:g}]"
         return f"{name} {bound}" + (" or null" if self.nullable else "") + (f" ({self.meaning})" if self.meaning else "")
 
 
@@ -60,6 +64,10 @@ RULES = (
     Rule("rollout.n_rollouts", meaning="the group size"),
     Rule("model.max_new_tokens", meaning="tokens per turn"),
     Rule("model.max_response_tokens", nullable=True, meaning="null: no cap"),
+    Rule("engine.temperature", float, 0, strict=True),
+    Rule("engine.top_p", float, 0, strict=True, high=1.0, meaning="1: no nucleus cut"),
+    Rule("engine.top_k", low=0, meaning="0: no top-k cut"),
+    Rule("kb.timeout_s", float, 0, strict=True, nullable=True, meaning="null: no time limit"),
     Rule("env.max_turns"),
     Rule("env.max_obs_tokens"),
     Rule("objective.lr", float, 0, strict=True),
@@ -81,7 +89,9 @@ RULES = (
 
 #: key → its valid values
 CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail"), "data.on_missing": ("keep", "drop", "fail"),
-                                       "rollout.overlong": ("keep", "mask")}
+                                       "rollout.overlong": ("keep", "mask"),
+                                       "trainer.precision": ("32-true", "bf16-mixed", "bf16-true", "16-mixed", "16-true",
+                                                             "64-true", "32", "bf16", "16", "64")}
 
 #: loader target → what its ``path`` must be
 PATH_KINDS: dict[str, str] = {
@@ -117,13 +127,17 @@ def check_rule(rule: Rule, value: Any) -> str | None:
     "model.max_new_tokens='abc': must be an integer >= 1"
     >>> check_rule(Rule("objective.lr", float, 0, strict=True), 1e-6) is None
     True
+    >>> check_rule(Rule("engine.top_p", float, 0, strict=True, high=1.0), 2)
+    'engine.top_p=2: must be a number in (0, 1]'
+
     """
     if value is None:
         return None if rule.nullable else f"{rule.key}=null: must be {rule.valid()}"
     ok_type = isinstance(value, int | float) and not isinstance(value, bool)
     if rule.kind is int:
         ok_type = ok_type and float(value).is_integer()
-    if not ok_type or (value <= rule.low if rule.strict else value < rule.low):
+    if not ok_type or (value <= rule.low if rule.strict else value < rule.low) \
+            or (rule.high is not None and value > rule.high):
         return f"{rule.key}={value!r}: must be {rule.valid()}"
     return None
 
@@ -185,7 +199,7 @@ def check_values(cfg: DictConfig, rules: tuple[Rule, ...] = RULES,
                           "on_policy=false for PPO's clipped ratio")
     for key, choices in CHOICES.items():
         present, value = _value(cfg, key)
-        if present and value not in choices:
+        if present and str(value) not in choices:
             raise ConfigError(f"{key}={value!r}: choose one of {', '.join(choices)}")
     for check in extra_checks:
         check(cfg)

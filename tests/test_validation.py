@@ -26,6 +26,10 @@ BAD = {
     "env.max_turns=2.5": r"env.max_turns=2.5: must be an integer >= 1",
     "sft.steps=true": r"sft.steps=True: must be an integer >= 0",
     "data.unanswered=keep": r"data.unanswered='keep': choose one of drop, fail",
+    "engine.top_p=2": r"engine.top_p=2: must be a number in \(0, 1\]",
+    "engine.top_k=-1": r"engine.top_k=-1: must be an integer >= 0",
+    "engine.temperature=0": r"engine.temperature=0: must be a number > 0",
+    "trainer.precision=abc": r"trainer.precision='abc': choose one of 32-true, bf16-mixed",
 }
 
 
@@ -66,6 +70,35 @@ def test_the_command_line_answers_in_one_line_without_a_traceback_before_any_mod
     assert p.stderr.strip() == "ConfigError: curriculum.batch_size=-2: must be an integer >= 1 (questions per RL " \
                                "iteration)", p.stderr
     assert "Traceback" not in p.stderr and elapsed < 10
+
+
+def test_an_option_that_does_not_exist_is_one_line_naming_the_choices():
+    from kgreason.config import check_overrides
+
+    with pytest.raises(ConfigError, match=r"^method=kg_rl is not an option; choose one of isp_dtpo, kbqa_r1, kg_r1, "
+                                          r"kg_reasoner, knowcoder_a1 \(did you mean kg_r1\?\)$"):
+        check_overrides(["method=kg_rl"])
+    with pytest.raises(ConfigError, match=r"^reward=nope is not an option; choose one of .*\bf1\b"):
+        check_overrides(["method=kg_r1", "reward=nope"])
+
+
+def test_resume_from_another_policy_or_objective_is_refused_before_anything_loads(tmp_path):
+    from omegaconf import OmegaConf
+
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "rl" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"")  # the check reads the run's config, not the weights
+    OmegaConf.save(compose_config(["method=isp_dtpo", "preset=smoke"]), run / "config.yaml")
+    (run / ".hydra").mkdir()
+    OmegaConf.save(OmegaConf.create(["method=isp_dtpo", "preset=smoke"]), run / ".hydra" / "overrides.yaml")
+    validate_config(compose_config(["method=isp_dtpo", "preset=smoke", f"resume={ckpt}", "rl.iterations=9"]))
+    with pytest.raises(ConfigError, match=r"objective.advantage: checkpoint 'tree_step', this run 'kg_r1_turn'.*"
+                                          r"resume with the overrides that wrote it: method=isp_dtpo preset=smoke$"):
+        validate_config(compose_config(["method=kg_r1", "preset=smoke", f"resume={ckpt}"]))
+    with pytest.raises(ConfigError, match=r"model.policy.lora.r: checkpoint 4, this run 8"):
+        validate_config(compose_config(["method=isp_dtpo", "preset=smoke", f"resume={ckpt}",
+                                        "model.policy.lora.r=8"]))
 
 
 def test_the_shipped_presets_pass():

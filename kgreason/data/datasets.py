@@ -68,10 +68,23 @@ def _read_json(path: str | Path) -> Any:
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"dataset file not found: {p}")
-    text = p.read_text(encoding="utf-8")
+    raw = p.read_bytes()
     try:
-        if p.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        text = raw.decode("utf-8-sig")  # a byte-order mark (files saved on Windows) is dropped
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise DatasetError(f"{p}:{line}: not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start}); "
+                           "save the file as UTF-8") from None
+    if p.suffix == ".jsonl" and not text.lstrip().startswith("["):  # a JSON list is read whole
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise DatasetError(f"{p}:{n}: not valid JSON ({e})") from None
+        return out
+    try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise DatasetError(f"{p}: not valid JSON ({e})") from None
@@ -83,8 +96,11 @@ def _records(data: Any, path: str | Path, *keys: str) -> list[dict]:
             if k in data:
                 data = data[k]
                 break
-    if not isinstance(data, list) or (data and not isinstance(data[0], dict)):
-        raise DatasetError(f"{path}: expected a list of question records")
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a list of question records, got {type(data).__name__}")
+    for n, rec in enumerate(data, 1):
+        if not isinstance(rec, dict):
+            raise DatasetError(f"{path}: record {n} is {type(rec).__name__}, not an object: {str(rec)[:60]}")
     return data
 
 
@@ -102,6 +118,24 @@ def _topic_map(m: dict[str, str] | None) -> list[Entity]:
 #: fields of a ``data=jsonl`` record (docs/data.md, "Your own questions")
 JSONL_FIELDS = ("id", "question", "topic_entities", "answers", "sparql", "sexpr", "relation_path",
                 "hops", "type", "split", "meta")
+
+
+def _check_jsonl_types(rec: dict, where: str) -> None:
+    """A :class:`DatasetError` naming the first field of ``rec`` whose value has the wrong type."""
+    q = rec["question"]
+    if not isinstance(q, str) or not q.strip():
+        raise DatasetError(f"{where} question: expected a non-empty string, got {q!r}"[:200])
+    for key in ("sparql", "sexpr", "type"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            raise DatasetError(f"{where} {key}: expected a string, got {rec[key]!r}"[:200])
+    hops = rec.get("hops")
+    if hops is not None and (not isinstance(hops, int) or isinstance(hops, bool) or hops < 1):
+        raise DatasetError(f"{where} hops: expected an integer >= 1, got {hops!r}")
+    path = rec.get("relation_path")
+    if path is not None and (not isinstance(path, list) or not all(isinstance(r, str) for r in path)):
+        raise DatasetError(f"{where} relation_path: expected a list of relation ids, got {path!r}"[:200])
+    if rec.get("meta") is not None and not isinstance(rec["meta"], dict):
+        raise DatasetError(f"{where} meta: expected an object, got {rec['meta']!r}"[:200])
 
 
 def _jsonl_entities(value: Any, where: str) -> list[Entity]:
@@ -152,6 +186,7 @@ def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KB
         unknown = sorted(set(rec) - set(JSONL_FIELDS))
         if unknown:
             raise DatasetError(f"{where}: unknown fields {unknown}; valid: {', '.join(JSONL_FIELDS)}")
+        _check_jsonl_types(rec, where)
         path_ = rec.get("relation_path")
         meta = dict(rec.get("meta") or {})
         if "split" in rec:
@@ -167,8 +202,11 @@ def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KB
             hops=rec.get("hops", None if path_ is None else len(path_)),
             level=meta.get("qtype"), meta=meta,
         ))
-    if len({s.id for s in out}) != len(out):
-        raise DatasetError(f"{path}: two records share an id")
+    seen: set[str] = set()
+    for s_ in out:
+        if s_.id in seen:
+            raise DatasetError(f"{path}: two records share the id {s_.id!r}")
+        seen.add(s_.id)
     if split == "all":
         return out
     if out and all("split" not in s.meta for s in out):

@@ -70,18 +70,20 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
     """
     text = codecs.getincrementaldecoder("utf-8")("replace")
     decoder = json.JSONDecoder()
-    buf, vars_, out, inside = "", None, [], False
+    buf, vars_, out, inside, ready = "", None, [], False, True
     while True:
         if deadline is not None and time.monotonic() > deadline:
             raise KBTimeout("the endpoint's answer did not arrive within the time budget")
         # read1: what has arrived, so the deadline is checked between trickled bytes too
         chunk = response.read1(_CHUNK) if hasattr(response, "read1") else response.read(_CHUNK)
-        buf += text.decode(chunk, final=not chunk)
+        new = text.decode(chunk, final=not chunk)
+        buf += new
+        ready = ready or "}" in new
         if not inside and (m := _BINDINGS.search(buf)):
             v = _VARS.search(buf, 0, m.start())
             try:
                 vars_ = json.loads(v.group(1)) if v else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise KBMalformedAnswer(f"the endpoint's head.vars is not a JSON list: {v.group(1)[:60]!r}") from None
             if v is None and _VARS_KEY.search(buf, 0, m.start()):
                 raise KBMalformedAnswer("the endpoint's head.vars is not a list")
@@ -93,10 +95,16 @@ def read_bindings(response: Any, limit: int, deadline: float | None,
                     pos += 1
                 if pos >= len(buf) or buf[pos] == "]":
                     break
+                if not ready:
+                    break
                 try:
                     obj, pos = decoder.raw_decode(buf, pos)
                 except json.JSONDecodeError:
-                    break  # the binding is still arriving
+                    ready = False  # the binding is still arriving: try again once a '}' has
+                    break          # (a 50 MB literal was decoded again at every 64 KB chunk)
+                except RecursionError:
+                    raise KBMalformedAnswer("the endpoint's answer nests a binding deeper than JSON decoding "
+                                            "allows") from None
                 out.append(obj)
             buf = buf[pos:]
             if len(out) >= limit or buf.startswith("]"):
@@ -182,9 +190,17 @@ class _SecureHandler(urllib.request.HTTPSHandler):
         return self.do_open(_SecureConnection, req)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: urllib would resend a POSTed query as a bodiless GET, to
+    whatever host the answer names; the 3xx reaches :func:`_http_error` instead."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201, PLR0913
+        return None
+
+
 #: one opener for every request: its handlers keep no per-request state, and the deadline
 #: a connection arms comes from the thread that opens it (:func:`_armed`)
-_OPENER = urllib.request.build_opener(_Handler, _SecureHandler)
+_OPENER = urllib.request.build_opener(_Handler, _SecureHandler, _NoRedirect)
 
 
 @contextlib.contextmanager
@@ -208,8 +224,14 @@ def _http_error(e: urllib.error.HTTPError, url: str) -> KBError:
     low = msg.lower()
     if e.code == 404:
         return KBUnavailable(f"no SPARQL endpoint at {url}: HTTP 404 {msg[:200]}")
-    if e.code in (502, 503, 504):
+    if e.code in (502, 503, 504, 429):
         return KBUnavailable(f"{url} is unavailable: HTTP {e.code} {msg[:200]}")
+    if e.code in (401, 403, 407):
+        return KBUnavailable(f"{url} refused access: HTTP {e.code} (check the endpoint's credentials) {msg[:200]}")
+    if 300 <= e.code < 400:
+        where = e.headers.get("Location", "?") if e.headers is not None else "?"
+        return KBUnavailable(f"{url} redirects (HTTP {e.code}) to {where[:200]}; redirects are not followed: "
+                             "point the KB's url at the endpoint itself")
     # SR171: Virtuoso ran out of MaxQueryExecutionTime; "estimated execution time ...
     # exceeds the limit": it refused up front for the same budget
     if "SR171" in msg or "timed out" in low or "timeout" in low or "estimated execution time" in low:
@@ -363,6 +385,8 @@ class SparqlEndpointKB(KnowledgeBase):
         if bindings is None:  # no bindings array: an ASK answer or an error text
             try:
                 data = json.loads(text)
+            except RecursionError:
+                raise KBMalformedAnswer(f"{self.url} answered JSON nested deeper than decoding allows") from None
             except json.JSONDecodeError:
                 if (cut := _server_cut(text)) is not None:
                     raise cut from None

@@ -27,13 +27,13 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import pyoxigraph as ox
 
 from kgreason import errors
 from kgreason.errors import KBError, KBQueryError, KBTimeout, KBUnavailable
-from kgreason.kb import netns
+from kgreason.kb import limits, netns
 from kgreason.kb.schema import KBSchema
 
 _HEADER = struct.Struct("!Q")
@@ -77,24 +77,36 @@ class QueryProcess:
     Args:
         store: the store to copy. ``path`` set: the worker opens that directory read-only
             (the store is flushed first, and must not be written while the worker lives);
-            otherwise the store is dumped as N-Quads to a temporary file the worker loads.
+            otherwise the store is dumped as N-Quads to an unlinked temporary file whose
+            descriptor each worker inherits, so a killed run leaves no copy behind.
         schema: passed to the worker's ``OxigraphKB`` to turn IRIs into ids.
         path: the on-disk store's directory, or ``None`` for an in-memory store.
+        sandbox: run the worker with no network (``None``: where the host can).
+        memory_limit_mb: the worker's data limit (:mod:`kgreason.kb.limits`), so a query
+            that builds gigabytes ends the worker, not the host's memory; ``"auto"`` scales
+            it with an in-memory store's size, ``None`` sets none.
     """
 
     def __init__(self, store: ox.Store, schema: KBSchema, path: str | Path | None = None,
-                 sandbox: bool | None = None):
+                 sandbox: bool | None = None, memory_limit_mb: int | Literal["auto"] | None = "auto"):
         if os.name != "posix":
             raise KBUnavailable("killable queries need a POSIX system; pass timeout_s=None to the OxigraphKB")
-        dump_dir = None
+        self._dump: IO[bytes] | None = None
         if path is None:
-            dump_dir = tempfile.mkdtemp(prefix="kgreason-store-")
-            source = ("dump", os.path.join(dump_dir, "store.nq"))
-            store.dump(output=source[1], format=ox.RdfFormat.N_QUADS)
+            # unlinked at creation: nothing is left in the temporary directory when the
+            # run is killed before its finalizers run
+            self._dump = tempfile.TemporaryFile(prefix="kgreason-store-")  # noqa: SIM115 - lives with the object, closed by close()
+            store.dump(output=self._dump, format=ox.RdfFormat.N_QUADS)
+            self._dump.flush()
+            source = ("dump", self._dump.fileno())
+            if memory_limit_mb == "auto":
+                memory_limit_mb = limits.worker_limit_mb(os.fstat(self._dump.fileno()).st_size)
         else:
             store.flush()
             source = ("disk", str(path))
-        self._source, self._schema = source, schema
+        if memory_limit_mb == "auto":
+            memory_limit_mb = limits.SERVER_MB
+        self._source, self._schema, self.memory_limit_mb = source, schema, memory_limit_mb
         #: the worker runs with no network (:func:`kgreason.kb.netns.isolated`): a federated
         #: query that got past the guard cannot open a connection
         self.isolated = netns.wanted(sandbox)
@@ -102,19 +114,20 @@ class QueryProcess:
         self._ready = False
         self._lock = threading.Lock()
         self.restarts = -1  # workers started after the first
-        self._cleanup = weakref.finalize(self, _cleanup_dump, dump_dir)
+        self._cleanup = weakref.finalize(self, _close_dump, self._dump)
 
     # ------------------------------------------------------------------ process
     def _spawn(self) -> None:
         """Start a worker and hand it the store; it loads while the caller goes on."""
         cmd = [sys.executable, "-m", "kgreason.kb.query_process"]
+        fds = (self._source[1],) if self._source[0] == "dump" else ()
         proc = subprocess.Popen(netns.isolated(cmd) if self.isolated else cmd, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds)
         self._proc, self._ready = proc, False
         self.restarts += 1
         self._finalizer = weakref.finalize(self, _kill, proc)
         try:
-            _send(proc.stdin, (*self._source, self._schema))
+            _send(proc.stdin, (*self._source, self._schema, self.memory_limit_mb))
         except OSError as e:
             self.stop()
             raise KBUnavailable(f"the query process did not start: {e}") from None
@@ -156,7 +169,7 @@ class QueryProcess:
             self._proc = None
 
     def close(self) -> None:
-        """Kill the worker and delete the store's dump."""
+        """Kill the worker and close (so delete) the store's dump."""
         self.stop()
         self._cleanup()
 
@@ -195,11 +208,9 @@ class QueryProcess:
         raise kind(reply[2])
 
 
-def _cleanup_dump(dump_dir: str | None) -> None:
-    if dump_dir is not None and os.path.isdir(dump_dir):
-        for f in Path(dump_dir).glob("*"):
-            f.unlink(missing_ok=True)
-        os.rmdir(dump_dir)
+def _close_dump(dump: IO[bytes] | None) -> None:
+    if dump is not None:
+        dump.close()
 
 
 def _orphan_watch(parent: int) -> None:
@@ -217,10 +228,12 @@ def main() -> None:
     sys.stdout = sys.stderr  # nothing but replies may reach the pipe
     threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     try:
-        kind, where, schema = _receive(inp)
+        kind, where, schema, memory_limit_mb = _receive(inp)
+        limits.set_data_limit(memory_limit_mb)
         store = ox.Store.read_only(where) if kind == "disk" else ox.Store()
-        if kind == "dump":
-            store.bulk_load(path=where, format=ox.RdfFormat.N_QUADS)
+        if kind == "dump":  # an inherited descriptor; its offset may be shared with the parent's
+            os.lseek(where, 0, os.SEEK_SET)
+            store.bulk_load(path=f"/dev/fd/{where}", format=ox.RdfFormat.N_QUADS)
     except (OSError, SyntaxError, ValueError) as e:
         _send(out, ("error", "KBUnavailable", str(e)))
         return

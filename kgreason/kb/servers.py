@@ -23,8 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kgreason.errors import KBUnavailable
-from kgreason.kb import netns
+from kgreason.errors import KBQueryError, KBUnavailable
+from kgreason.kb import limits, netns
 from kgreason.kb.base import Row
 from kgreason.kb.endpoint import SparqlEndpointKB
 
@@ -71,10 +71,13 @@ class OxigraphServer:
     network namespace of its own with its port relayed to 127.0.0.1
     (:mod:`kgreason.kb.netns`), so a federated query that got past the guard reaches no
     host: ``None`` where the host can, ``True`` always, ``False`` never.
+    ``memory_limit_mb`` caps its data (:mod:`kgreason.kb.limits`): a query that builds
+    gigabytes ends the server, which its owner restarts, not the host's memory (``None``:
+    no cap).
     """
 
     def __init__(self, location: str | Path, port: int | None = None, timeout_s: float | None = 30,
-                 sandbox: bool | None = None):
+                 sandbox: bool | None = None, memory_limit_mb: int | None = limits.SERVER_MB):
         self.binary = shutil.which("oxigraph") or _venv_bin("oxigraph")
         if self.binary is None:
             raise KBUnavailable("the `oxigraph` binary is missing: pip install oxigraph")
@@ -82,6 +85,7 @@ class OxigraphServer:
         self.port = port or free_port()
         self.timeout_s = timeout_s
         self.sandbox = netns.wanted(sandbox)
+        self.memory_limit_mb = memory_limit_mb
         self.proc: subprocess.Popen | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         #: times :meth:`restart` brought the server back
@@ -112,6 +116,7 @@ class OxigraphServer:
                "--bind", f"127.0.0.1:{self.port}"]
         if self.timeout_s:
             cmd += ["--timeout-s", str(math.ceil(self.timeout_s))]  # the CLI takes whole seconds
+        cmd = limits.limited(cmd, self.memory_limit_mb)
         fds: tuple[int, ...] = ()
         socks = []
         if self.sandbox:
@@ -134,6 +139,17 @@ class OxigraphServer:
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def exited(self, within_s: float = 0.0) -> bool:
+        """Whether the server's process has ended, waiting up to ``within_s`` for it (its
+        connections close a moment before a dying process is reaped)."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=within_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def restart(self) -> None:
         """Start the server again on the same port and store after its process died.
@@ -168,8 +184,10 @@ class ServedKB(SparqlEndpointKB):
     """The endpoint KB of a server this process owns (:meth:`OxigraphServer.kb`).
 
     A query that finds the server gone (``KBUnavailable`` and its process exited) restarts
-    it and is asked again, once; a server that does not come back stops the run with a
-    ``KBUnavailable`` naming it. Queries that could kill it never reach it: the read-only
+    it and is asked again, once; a query the server died answering (it was alive when the
+    query was sent: an allocation past its memory cap) restarts it and is a
+    ``KBQueryError``, not asked again. A server that does not come back stops the run with
+    a ``KBUnavailable`` naming it. Queries known to kill it never reach it: the read-only
     guard refuses them first (:mod:`kgreason.kb.guard`).
     """
 
@@ -178,12 +196,17 @@ class ServedKB(SparqlEndpointKB):
         self.owner = owner
 
     def _select(self, sparql: str, timeout_s: float | None, limit: int) -> list[Row]:
+        was_alive = self.owner.alive
         try:
             return super()._select(sparql, timeout_s, limit)
         except KBUnavailable:
-            if self.owner.alive:
+            if not self.owner.exited(within_s=1.0):
                 raise  # up but unreachable or failing: not ours to mend
+        code = self.owner.proc.poll() if self.owner.proc is not None else None
         self.owner.restart()
+        if was_alive:  # it died answering this query: asked again, the query would kill it again
+            raise KBQueryError(f"the KB server died running this query (exit code {code}); it was restarted and "
+                               "the query is not asked again")
         return super()._select(sparql, timeout_s, limit)
 
 
@@ -206,6 +229,7 @@ NumberOfBuffers = {buffers}
 MaxDirtyBuffers = {dirty}
 MaxClientConnections = 20
 ThreadsPerQuery = 2
+MaxQueryMem = {query_mem}M
 [HTTPServer]
 ServerPort = 127.0.0.1:{http}
 ServerRoot = {d}/vsp
@@ -231,6 +255,10 @@ class VirtuosoServer:
             built-ins such as ``bif:http_get`` reach no host, not even this machine's
             loopback; the HTTP and isql ports are relayed to 127.0.0.1. ``False`` runs
             it unisolated (hosts without namespaces; the guard still refuses such calls).
+        query_mem_mb: Virtuoso's ``MaxQueryMem``, the memory one query may take.
+        memory_limit_mb: the process's data cap (:mod:`kgreason.kb.limits`); by default
+            its buffers plus twice ``query_mem_mb`` plus 1 GiB. Unbounded, one query that
+            doubles a string 34 times took it past 24 GB of this 24 GB host.
 
     Raises:
         KBUnavailable: Virtuoso is not installed, or ``sandbox`` on a host without
@@ -239,7 +267,8 @@ class VirtuosoServer:
 
     def __init__(self, rdf_file: str | Path, graph: str = "http://kgreason.org/graph",
                  result_max_rows: int = 1_000_000, max_exec_s: int = 60,
-                 buffers: int = 170_000, sandbox: bool = True):
+                 buffers: int = 170_000, sandbox: bool = True, query_mem_mb: int = 1024,
+                 memory_limit_mb: int | None = None):
         self.virtuoso = shutil.which("virtuoso-t")
         self.isql = shutil.which("isql-vt")
         if not self.virtuoso or not self.isql:
@@ -252,6 +281,10 @@ class VirtuosoServer:
         self.max_exec_s = max_exec_s
         self.buffers = buffers
         self.sandbox = sandbox
+        self.query_mem_mb = query_mem_mb
+        # its buffers (about 9 KB each) are allocated at start; queries get the rest
+        self.memory_limit_mb = memory_limit_mb if memory_limit_mb is not None else \
+            buffers * 9 // 1024 + 2 * query_mem_mb + 1024
         self.http_port = free_port()
         self.isql_port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -279,8 +312,10 @@ class VirtuosoServer:
         (d / "virtuoso.ini").write_text(_VIRTUOSO_INI.format(
             d=d, isql=self.isql_port, http=self.http_port, max_rows=self.result_max_rows,
             max_exec=self.max_exec_s, buffers=self.buffers, dirty=self.buffers * 3 // 4,
+            query_mem=self.query_mem_mb,
         ))
-        cmd = [self.virtuoso, "+foreground", "+configfile", str(d / "virtuoso.ini")]
+        cmd = limits.limited([self.virtuoso, "+foreground", "+configfile", str(d / "virtuoso.ini")],
+                             self.memory_limit_mb)
         fds: tuple[int, ...] = ()
         socks = []
         if self.sandbox:  # the same port numbers inside the namespace and outside

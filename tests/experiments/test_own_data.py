@@ -92,14 +92,39 @@ def test_data_jsonl_reads_splits_types_and_entity_forms(tmp_path):
     ([{"question": "a?"}], r"record 1 lacks \['answers'\]"),
     ([{"question": "a?", "answers": [], "answer": "x"}], r"unknown fields \['answer'\]; valid: id, question"),
     ([{"question": "a?", "answers": [[1]]}], "an entity is an id or an object with 'id'"),
-    ([{"id": 1, "question": "a?", "answers": []}, {"id": 1, "question": "b?", "answers": []}], "share an id"),
+    ([{"id": 1, "question": "a?", "answers": []}, {"id": 1, "question": "b?", "answers": []}], "share the id '1'"),
     ([{"question": "a?", "answers": []}], "no record has a 'split' field.*data.train_split=all"),
+    ([{"question": "", "answers": ["x"]}], r"record 1 question: expected a non-empty string, got ''"),
+    ([{"question": 5, "answers": ["x"]}], r"record 1 question: expected a non-empty string, got 5"),
+    ([{"question": "a?", "answers": ["x"], "meta": "m"}], r"record 1 meta: expected an object, got 'm'"),
+    ([{"question": "a?", "answers": ["x"], "hops": "two"}], r"record 1 hops: expected an integer >= 1, got 'two'"),
+    ([{"question": "a?", "answers": ["x"], "relation_path": "r"}], r"record 1 relation_path: expected a list"),
+    ([{"question": "a?", "answers": ["x"], "sparql": 3}], r"record 1 sparql: expected a string, got 3"),
+    ([{"question": "a?", "answers": ["x"]}, [1, 2]], r"record 2 is list, not an object"),
 ])
 def test_data_jsonl_errors_name_the_record_and_the_fix(tmp_path, records, message):
     f = tmp_path / "q.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in records))
     with pytest.raises(DatasetError, match=message):
         load_dataset("jsonl", f, split="dev")
+
+
+def test_data_jsonl_reads_a_bom_a_json_list_and_names_bad_bytes_and_lines(tmp_path):
+    rec = {"question": "a?", "answers": ["x"]}
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(rec).encode() + b"\n")
+    assert [s.question for s in load_dataset("jsonl", bom, split="all")] == ["a?"]
+    listed = tmp_path / "list.jsonl"  # a JSON list saved with the .jsonl suffix
+    listed.write_text(json.dumps([rec, {**rec, "question": "b?"}]))
+    assert [s.question for s in load_dataset("jsonl", listed, split="all")] == ["a?", "b?"]
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(json.dumps(rec).encode() + b"\n" + b'{"question": "caf\xe9?", "answers": ["x"]}\n')
+    with pytest.raises(DatasetError, match=r"latin.jsonl:2: not UTF-8 \(byte 0xe9"):
+        load_dataset("jsonl", latin, split="all")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(json.dumps(rec) + '\n{"question": \n')
+    with pytest.raises(DatasetError, match=r"cut.jsonl:2: not valid JSON"):
+        load_dataset("jsonl", cut, split="all")
 
 
 def test_schema_fields_are_checked():

@@ -37,6 +37,13 @@ def status(code: int, text: str) -> bytes:
 
 
 RESULT = {"head": {"vars": ["x"]}, "results": {"bindings": [ROW]}}
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def raw_json(text: str) -> bytes:
+    data = text.encode()
+    return (f"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
 
 #: name → (the bytes the server sends, seconds between bytes or None, the error)
 CASES = {
@@ -80,6 +87,14 @@ CASES = {
     "header trickled": (ok_json(RESULT), 0.5, KBTimeout),
     "body trickled": (ok_json({"head": {"vars": ["x"]}, "results": {"bindings": [ROW] * 50}}), 0.05, KBTimeout),
     "silent row cap": (ok_json(RESULT, "X-SPARQL-MaxRows: 1\r\n"), None, KBTruncated),
+    "binding nested 100,000 deep": (raw_json('{"head": {"vars": ["x"]}, "results": {"bindings": [{"x": '
+                                             '{"type": "uri", "value": "a", "z": ' + DEEP + '}}]}}'), None,
+                                    KBMalformedAnswer),
+    "ASK nested 100,000 deep": (raw_json('{"boolean": true, "z": ' + DEEP + "}"), None, KBMalformedAnswer),
+    "redirect elsewhere": (b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/x\r\nContent-Length: 0\r\n\r\n",
+                           None, KBUnavailable),
+    "HTTP 401": (status(401, "who are you"), None, KBUnavailable),
+    "HTTP 429": (status(429, "slow down"), None, KBUnavailable),
 }
 
 
@@ -98,6 +113,13 @@ class Scripted(AcceptLoop):
                 if not (chunk := conn.recv(65536)):
                     break
                 head += chunk
+            # read the query too: closing with request bytes unread sends a reset, which
+            # can reach the client before the end of a large answer
+            top, _, body = head.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in top.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length and (chunk := conn.recv(65536)):
+                body += chunk
             if self.gap is None:
                 conn.sendall(self.answer)
             else:
@@ -127,6 +149,17 @@ def test_each_bad_answer_is_a_typed_error_in_time(case):
     assert type(e.value) is error, f"{case}: {type(e.value).__name__}: {e.value}"
     # one attempt per retry at most, each within the timeout
     assert time.monotonic() - t0 < TIMEOUT_S * 2 + 1.5, case
+
+
+def test_a_long_literal_is_read_in_linear_time():
+    # a binding split over many reads is decoded once it can end, not again at every read
+    big = {"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "literal", "value": "a" * 20_000_000}}]}}
+    srv = Scripted(ok_json(big), None)
+    try:
+        rows = SparqlEndpointKB(f"http://127.0.0.1:{srv.port}/query", timeout_s=30).select(Q)
+    finally:
+        srv.close()
+    assert len(rows[0]["x"].value) == 20_000_000
 
 
 def test_a_good_answer_still_reads():

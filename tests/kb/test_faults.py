@@ -234,6 +234,23 @@ def test_the_endpoint_names_the_fault(proxy):
         dead.select(q)
 
 
+def test_a_query_that_kills_the_server_is_not_asked_again(demo_nt):
+    from kgreason.errors import KBQueryError
+    from tests.kb.test_query_process import doubling
+
+    srv = OxigraphServer.from_file(demo_nt, memory_limit_mb=512)
+    srv.start()
+    try:
+        kb = srv.kb(timeout_s=60, retries=0)
+        assert kb.select(doubling(10))[0]["n"].value == str(10 * 2**10)
+        with pytest.raises(KBQueryError, match=r"died running this query \(exit code -6\); it was restarted"):
+            kb.select(doubling(34))  # past the server's memory cap: it aborts
+        assert srv.restarts == 1 and srv.alive  # restarted once, not killed a second time by a retry
+        assert kb.ask("ASK { ?s ?p ?o }")
+    finally:
+        srv.stop()
+
+
 KILLING_QUERY = "SELECT ?x WHERE { BIND(" + "+".join(["1"] * 10_000) + " AS ?x) }"  # exited the server
 
 

@@ -68,6 +68,26 @@ def test_a_query_that_crashes_the_engine_costs_only_that_query():
     kb.close()
 
 
+def doubling(k: int) -> str:
+    """A query whose string doubles ``k`` times: 10 · 2^k characters."""
+    binds = " ".join(f"BIND(CONCAT(?a{i}, ?a{i}) AS ?a{i + 1})" for i in range(k))
+    return f'SELECT (STRLEN(?a{k}) AS ?n) WHERE {{ BIND("aaaaaaaaaa" AS ?a0) {binds} }}'
+
+
+def test_a_query_that_builds_gigabytes_ends_the_worker_not_the_hosts_memory():
+    from kgreason.kb.query_process import QueryProcess
+
+    kb = load_demo_kb()
+    worker = QueryProcess(kb.store, kb.schema, memory_limit_mb=512)
+    try:
+        assert worker.run(doubling(10), 10, 30.0)[0]["n"].value == str(10 * 2**10)
+        with pytest.raises(KBQueryError, match="crashed"):  # 160 GB asked for, 512 MB allowed
+            worker.run(doubling(34), 10, 60.0)
+        assert worker.run("ASK { ?s ?p ?o }", 10, 30.0)[0]["ask"].value == "true"
+    finally:
+        worker.close()
+
+
 def test_rows_added_after_a_query_are_seen_by_the_next():
     kb = OxigraphKB.from_triples([("m.a", "p.q.r", "m.b")])
     q = f"SELECT ?o WHERE {{ <{NS}m.a> <{NS}p.q.r> ?o }} ORDER BY ?o"
@@ -90,7 +110,7 @@ def test_an_on_disk_store_is_opened_read_only_by_the_worker(tmp_path):
     kb.close()
 
 
-def test_the_worker_ends_with_a_killed_parent(tmp_path):
+def test_the_worker_ends_with_a_killed_parent_and_leaves_no_store_copy(tmp_path):
     code = (
         "import sys\n"
         "from kgreason.data.demo import load_demo_kb\n"
@@ -99,7 +119,10 @@ def test_the_worker_ends_with_a_killed_parent(tmp_path):
         "print(kb._queries.pid, flush=True)\n"
         f"kb.select({RUNAWAY!r}, timeout_s=3600)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp)})
     worker = int(parent.stdout.readline())
     time.sleep(0.5)
     assert alive(worker)  # computing the runaway query
@@ -109,3 +132,4 @@ def test_the_worker_ends_with_a_killed_parent(tmp_path):
     while time.monotonic() < deadline and alive(worker):
         time.sleep(0.2)
     assert not alive(worker)
+    assert list(tmp.iterdir()) == []  # the store's dump was never a named file
