@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from kgreason.config import CONFIG_DIR, STAGES, compose_config, validate_config  # noqa: F401 - re-exported
 from kgreason.envs.factory import EnvFactory
@@ -68,6 +68,15 @@ def build_policy(cfg: DictConfig, checkpoint: str | None = None) -> Any:
     return policy
 
 
+def rl_iterations(epochs: int, questions: int, batch_size: int) -> int:
+    """RL iterations (batches of questions) that make ``epochs`` passes over ``questions``.
+
+    >>> rl_iterations(8, 3098, 256)
+    97
+    """
+    return -(-epochs * questions // batch_size)
+
+
 def build_parts(cfg: DictConfig, policy: Any | None = None) -> Parts:
     """Build every part of ``cfg`` (the policy too, unless given).
 
@@ -103,7 +112,12 @@ def _build_parts(cfg: DictConfig, policy: Any | None) -> Parts:
     engine = instantiate(cfg.engine, policy)
     max_new, budget = cfg.model.max_new_tokens, cfg.model.get("max_response_tokens")
     eval_rollout = MultiTurnRollout(engine, policy.tokenizer, policy.chat_ids, max_new, budget)
+    if cfg.rl.get("epochs"):  # the papers that count epochs: iterations follow the training set's size
+        with open_dict(cfg):
+            cfg.rl.iterations = rl_iterations(cfg.rl.epochs, len(train), cfg.curriculum.batch_size)
     reward = instantiate(cfg.reward)
+    if hasattr(reward, "over_iterations"):  # schedules given as a share of the RL stage
+        reward.over_iterations(cfg.rl.iterations)
     source = instantiate(cfg.rollout, engine=engine, policy=policy, reward=reward, max_new_tokens=max_new,
                          max_response_tokens=budget)
     objective = instantiate(cfg.objective, iterations=cfg.rl.iterations, _convert_="all")

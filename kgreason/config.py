@@ -182,7 +182,7 @@ def check_overrides(overrides: Sequence[str]) -> DictConfig:
     >>> check_overrides(["method=kg_r1", "rl.iteration=3"])
     Traceback (most recent call last):
     ...
-    kgreason.errors.ConfigError: rl.iteration is not a key of rl (keys: checkpoint_every, iterations); did you mean rl.iterations? (to add a new key, write +rl.iteration=...)
+    kgreason.errors.ConfigError: rl.iteration is not a key of rl (keys: checkpoint_every, epochs, iterations); did you mean rl.iterations? (to add a new key, write +rl.iteration=...)
     """
     from hydra.errors import ConfigCompositionException
 

@@ -151,18 +151,22 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
     loader = DataLoader(trajs, batch_sampler=batches,
                         collate_fn=functools.partial(collate, pad_id=p.policy.tokenizer.pad_token_id,
                                                      max_len=cfg.sft.max_len))
-    schedule = instantiate(cfg.sft.schedule) if cfg.sft.schedule is not None else None
+    steps = sft_steps(cfg, len(loader))
+    schedule = None
+    if cfg.sft.schedule is not None:  # a schedule over the steps that run (sft.epochs makes them)
+        total = {"total_steps": steps} if "total_steps" in cfg.sft.schedule else {}
+        schedule = instantiate(cfg.sft.schedule, **total)
     # bf16 for the training passes where the host multiplies it faster; weights stay as they are
     bf16 = not p.policy.bf16 and resolve_bf16(cfg.sft.bf16, p.policy.device, "train")
     if bf16:
         log.info("SFT under bf16 autocast (sft.bf16=%s); weights and generation stay float32", cfg.sft.bf16)
     module = SFTLitModule(p.policy, lr=cfg.sft.lr, lr_lambda=schedule, bf16=bf16, hparams=run_hparams(cfg))
     # epochs bounded too, so that the progress bar counts "epoch 2/3", not "2/-2"
-    epochs = -(-cfg.sft.steps // max(1, len(loader)))
+    epochs = -(-steps // max(1, len(loader)))
     # a single epoch cut short by sft.steps: its bar counts the steps that run ("100/100", not "100/133")
-    limit = cfg.sft.steps if epochs == 1 else None
+    limit = steps if epochs == 1 else None
     # under data parallelism the batch sampler shards itself (Lightning cannot wrap it)
-    tr = trainer(cfg, out, "sft", max_steps=cfg.sft.steps, max_epochs=epochs, enable_checkpointing=False,
+    tr = trainer(cfg, out, "sft", max_steps=steps, max_epochs=epochs, enable_checkpointing=False,
                  limit_train_batches=limit, use_distributed_sampler=False)
     tr.fit(module, loader)
     end_stage(tr)
@@ -176,6 +180,25 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
         (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
     annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)
+
+
+def sft_steps(cfg: DictConfig, batches_per_epoch: int) -> int:
+    """The cold start's optimiser steps: ``sft.epochs`` passes over its batches when set,
+    else ``sft.steps``.
+
+    >>> from omegaconf import OmegaConf
+    >>> steps = OmegaConf.create({"sft": {"steps": 100, "epochs": None}})
+    >>> epochs = OmegaConf.create({"sft": {"steps": 100, "epochs": 8}})
+    >>> sft_steps(steps, 30), sft_steps(epochs, 30)
+    (100, 240)
+    """
+    epochs = cfg.sft.get("epochs")
+    return int(epochs) * batches_per_epoch if epochs else int(cfg.sft.steps)
+
+
+def sft_wanted(cfg: DictConfig) -> bool:
+    """Whether the run has a cold-start SFT stage (``sft.steps`` or ``sft.epochs`` set)."""
+    return cfg.sft.steps > 0 or bool(cfg.sft.get("epochs"))
 
 
 def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
@@ -336,7 +359,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         with cost.stage(f"eval/{tag}"):
             reports[tag] = run_eval(p, cfg, out, tag)
 
-    if not cfg.resume and cfg.stage in ("all", "sft") and cfg.sft.steps > 0:
+    if not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg):
         with cost.stage("cold_start"):  # building the episodes and SFT on them
             results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type

@@ -1,6 +1,6 @@
 """Referenced vs standard rejection sampling (KBQA-R1 Table VII) on the demo training set:
-per question type, the acceptance rate (F1 ≥ 0.9 and the tag format) with and without the
-gold actions shown to the teacher, side by side.
+per question type, the acceptance rate (F1 ≥ 0.9 and the tag format) with the gold actions
+shown step by step (the paper), all at once, and not at all, side by side.
 
     python experiments/benchmarks/rrs_acceptance.py [--limit 400] [--engine 20]
 
@@ -21,11 +21,13 @@ from kgreason.methods.kbqa_r1.teacher import ScriptedKBQAR1Teacher
 from kgreason.models import CausalLMPolicy
 from kgreason.rankers import DenseRanker
 
+MODES = ("stepwise", "all", "none")
+
 
 def run(teacher, questions, make, policy) -> tuple[dict, dict, float]:
     out, kept = {}, {}
     t0 = time.perf_counter()
-    for ref in (True, False):
+    for ref in MODES:
         b = ReferencedRejectionSampledColdStart([teacher], reference=ref, attempts=2, max_per_question=3)
         try:
             kept[ref] = len(b(questions, make, policy))
@@ -37,11 +39,10 @@ def run(teacher, questions, make, policy) -> tuple[dict, dict, float]:
 
 def table(name: str, report: dict, kept: dict, secs: float) -> None:
     print(f"\n{name}  ({secs:.0f} s)")
-    print(f"{'type':<12} {'RRS':>6} {'RS':>6}")
-    for qtype in sorted(report[True]):
-        a, b = report[True][qtype]["rate"], report[False].get(qtype, {}).get("rate", 0.0)
-        print(f"{qtype:<12} {a:>6.2f} {b:>6.2f}")
-    print(f"{'kept':<12} {kept[True]:>6} {kept[False]:>6}")
+    print(f"{'type':<12} " + " ".join(f"{m:>9}" for m in MODES))
+    for qtype in sorted(report["stepwise"]):
+        print(f"{qtype:<12} " + " ".join(f"{report[m].get(qtype, {}).get('rate', 0.0):>9.2f}" for m in MODES))
+    print(f"{'kept':<12} " + " ".join(f"{kept[m]:>9}" for m in MODES))
 
 
 def main() -> None:

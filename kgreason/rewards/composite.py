@@ -28,7 +28,10 @@ class Component:
             format ≥ 0 and progress ≥ 0: two gates at −0.5 over values in {−1, 0, 1}).
         gate_invert: count only when each gate is at or below ``gate_threshold`` instead
             (KBQA-R1's code pays a tag-completeness bonus only when F1 = 0).
-        from_step / until_step: active for ``from_step <= ctx["step"] < until_step``.
+        from_step / until_step: active for ``from_step <= ctx["step"] < until_step``; a
+            number below 1 is a share of the RL stage (0.5: its second half), made an
+            iteration by :meth:`CompositeReward.over_iterations` once the stage's length is
+            known (a paper that counts epochs gives it only after the data loads).
         alias: the name in the output components (default: ``name``).
     """
 
@@ -38,8 +41,8 @@ class Component:
     gate: str | list[str] | None = None
     gate_threshold: float = 0.0
     gate_invert: bool = False
-    from_step: int | None = None
-    until_step: int | None = None
+    from_step: float | None = None
+    until_step: float | None = None
     alias: str | None = None
 
     @property
@@ -72,6 +75,21 @@ class CompositeReward:
         self.components = components
         self.cap = cap
         self.floor = floor
+
+    def over_iterations(self, iterations: int) -> CompositeReward:
+        """Turn each schedule step given as a share of the RL stage into an iteration of a
+        stage of ``iterations``.
+
+        >>> r = CompositeReward([Component("f1", until_step=0.5), Component("em", from_step=0.5)])
+        >>> [(c.from_step, c.until_step) for c in r.over_iterations(15).components]
+        [(None, 7), (7, None)]
+        """
+        for c in self.components:
+            for key in ("from_step", "until_step"):
+                value = getattr(c, key)
+                if value is not None and 0 < value < 1:
+                    setattr(c, key, int(value * iterations))
+        return self
 
     def __call__(self, trajectory: Trajectory, sample: KBQASample, **ctx: Any) -> RewardOutput:
         step = int(ctx.get("step", 0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,12 @@ class RLConfig:
     max_grad_norm: float = 1.0
     lr: float = 1e-6
     weight_decay: float = 0.01
+    #: weight decay on biases and normalisation weights too (verl's AdamW over all
+    #: parameters); false: on matrices only (KG-R1 D.4)
+    decay_biases_and_norms: bool = True
+    #: linear warm-up of the rate over this share of ``iterations``, then constant
+    #: (verl's ``lr_warmup_steps_ratio``; KBQA-R1 §V-A: 0.3)
+    warmup_ratio: float = 0.0
     max_len: int | None = None
     advantage: str = "grpo"
     advantage_kwargs: dict[str, Any] | None = None
@@ -85,6 +91,42 @@ class RLConfig:
     #: precision than the trainer's (:mod:`kgreason.rl.correction`); None: the gap is
     #: measured and logged, not corrected
     tis_cap: float | None = 2.0
+
+
+def warmup_constant(ratio: float, iterations: int) -> Callable[[int], float]:
+    """The rate multiplier of a linear warm-up over ``int(ratio × iterations)`` iterations,
+    then 1: HF's ``get_constant_schedule_with_warmup``, which verl uses (the first
+    iteration's rate is 0, as there).
+
+    >>> f = warmup_constant(0.3, 10)
+    >>> [round(f(i), 3) for i in range(5)]
+    [0.0, 0.333, 0.667, 1.0, 1.0]
+    """
+    warm = int(ratio * iterations)
+
+    def multiplier(step: int) -> float:
+        return step / max(1, warm) if step < warm else 1.0
+
+    return multiplier
+
+
+def decay_groups(params: Iterable[torch.nn.Parameter], weight_decay: float,
+                 biases_and_norms: bool = True) -> list[dict[str, Any]]:
+    """AdamW parameter groups: ``weight_decay`` on every trainable parameter, or, with
+    ``biases_and_norms=False``, not on 1-D ones (biases, normalisation weights), as KG-R1
+    (D.4) and Hugging Face's Trainer do.
+
+    >>> lin, norm = torch.nn.Linear(2, 2), torch.nn.LayerNorm(2)
+    >>> [(len(g["params"]), g["weight_decay"]) for g in decay_groups([*lin.parameters(), *norm.parameters()], 0.01, False)]
+    [(1, 0.01), (3, 0.0)]
+    """
+    params = list(params)
+    if biases_and_norms:  # every parameter, as before the option (checkpoints' optimiser states load)
+        return [{"params": params, "weight_decay": weight_decay}]
+    trainable = [p for p in params if p.requires_grad]
+    groups = [{"params": [p for p in trainable if p.ndim >= 2], "weight_decay": weight_decay},
+              {"params": [p for p in trainable if p.ndim < 2], "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
 
 
 #: checkpoint key of the RL iterations done (read back by :func:`kgreason.training.resume.rl_progress`)
@@ -233,8 +275,13 @@ class RLLitModule(L.LightningModule):
             torch.cuda.set_rng_state_all(state["cuda"])
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(list(self.policy.parameters()), lr=self.cfg.lr,
-                                 weight_decay=self.cfg.weight_decay)
+        opt = torch.optim.AdamW(decay_groups(self.policy.parameters(), self.cfg.weight_decay,
+                                             self.cfg.decay_biases_and_norms), lr=self.cfg.lr)
+        if not self.cfg.warmup_ratio:
+            return opt
+        # stepped once an iteration (_end_iteration), as verl steps its scheduler once a training step
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_constant(self.cfg.warmup_ratio, self.cfg.iterations or 0))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         return batch  # questions, not tensors: rollouts build their tensors on the policy's device
@@ -283,6 +330,10 @@ class RLLitModule(L.LightningModule):
                 data.sampler_logp = None  # nothing to correct: the sampler is the trainer
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
+        logs["train/lr"] = float(self.optimizers().param_groups[0]["lr"])
+        sched = self.lr_schedulers()
+        if sched is not None:  # manual optimisation: Lightning leaves the stepping to us
+            sched.step()
         logs["train/iteration"] = float(self.iteration)
         logs["train/iteration_s"] = time.perf_counter() - t0  # rollouts + updates: RL iterations per hour
         n = max(1, len(exp.episodes))

@@ -59,7 +59,8 @@ def test_every_method_and_preset_builds_every_part(method, preset):
     assert isinstance(env, KGEnv) and env is not p.make_env()
     assert env.max_turns == cfg.env.max_turns
     assert isinstance(p.source, ExperienceSource) and isinstance(p.objective, RLConfig)
-    assert isinstance(p.cold_start, ColdStart) and p.objective.iterations == cfg.rl.iterations
+    iterations = cfg.rl.iterations if not cfg.rl.get("epochs") else -(-cfg.rl.epochs * len(p.train) // cfg.curriculum.batch_size)
+    assert isinstance(p.cold_start, ColdStart) and p.objective.iterations == iterations
     assert p.dev and all(isinstance(q, KBQASample) for q in p.dev)
     assert not {q.id for q in p.train} & {q.id for q in p.dev}
     stream = iter(p.prompts(p.train))
@@ -96,7 +97,13 @@ def test_a_reward_curriculum_switches_inside_the_presets_rl_stage(method, preset
     # iterations would never come in a 4-iteration stage
     cfg = compose_config([f"method={method}", f"preset={preset}"])
     steps = [c.get(k) for c in cfg.reward.get("components", []) for k in ("from_step", "until_step")]
-    assert all(0 < s < cfg.rl.iterations for s in steps if s is not None), (steps, cfg.rl.iterations)
+    # a share of the stage (< 1) always falls inside it; an iteration number must be below
+    # the stage's length, which rl.epochs makes only once the data is known
+    iterations = cfg.rl.iterations
+    if cfg.rl.get("epochs") and any(s is not None and s >= 1 for s in steps):
+        train, _ = instantiate(cfg.data)
+        iterations = -(-cfg.rl.epochs * len(train) // cfg.curriculum.batch_size)
+    assert all(0 < s < 1 or 0 < s < iterations for s in steps if s is not None), (steps, iterations)
 
 
 @pytest.mark.parametrize(("method", "preset"), [*((m, "demo") for m in METHODS), ("knowcoder_a1", "metaqa")])
@@ -194,7 +201,7 @@ def test_an_empty_split_is_a_dataset_error_naming_the_key():
 def test_an_unknown_key_is_answered_with_the_keys_that_exist():
     from kgreason.config import check_overrides
 
-    with pytest.raises(ConfigError, match=r"rl.iteration is not a key of rl \(keys: checkpoint_every, iterations\); "
+    with pytest.raises(ConfigError, match=r"rl.iteration is not a key of rl \(keys: checkpoint_every, epochs, iterations\); "
                                           r"did you mean rl.iterations\?"):
         check_overrides(["method=kg_r1", "preset=smoke", "rl.iteration=3"])
     with pytest.raises(ConfigError, match=r"trainer.acelerator is not a key of trainer .*did you mean trainer.accelerator"):

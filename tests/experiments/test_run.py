@@ -296,3 +296,20 @@ def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path):
     assert sum(r["stage"] == "eval/trained" for r in rows) == 4
     assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 2
     assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4
+
+
+def test_epochs_set_the_cold_start_steps_and_the_rl_iterations(tmp_path):
+    """The papers count epochs: sft.epochs=2 is two passes over the cold-start batches,
+    rl.epochs=1 one pass over 6 training questions in batches of 3 (2 iterations)."""
+    import csv
+
+    out = tmp_path / "epochs"
+    p = run("method=kg_r1", "preset=smoke", "sft.steps=0", "sft.epochs=2", "rl.iterations=0", "rl.epochs=1",
+            "data.train_limit=6", "curriculum.batch_size=3", "eval.untrained=false", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    batches = -(-res["sft_trajectories"] // 4)  # sft.batch_size 4 in preset=smoke
+    sft_steps = {int(r["step"]) for r in csv.DictReader((out / "sft" / "metrics.csv").open()) if r.get("step")}
+    assert max(sft_steps) + 1 == 2 * batches
+    iterations = [r for r in csv.DictReader((out / "rl" / "metrics.csv").open()) if r.get("train/iteration")]
+    assert [int(float(r["train/iteration"])) for r in iterations] == [0, 1]

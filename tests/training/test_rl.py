@@ -124,3 +124,32 @@ def test_on_policy_with_several_epochs_is_refused():
     with pytest.raises(ValueError, match="on_policy=True is one update per batch; ppo_epochs=2"):
         RLLitModule(CausalLMPolicy.tiny(), LinearExperience(None, lambda *a, **k: None), lambda: None,
                     RLConfig(on_policy=True, ppo_epochs=2))
+
+
+def test_warm_up_raises_the_rate_once_an_iteration_and_decay_spares_biases_and_norms(demo_oxigraph):
+    """KBQA-R1's linear warm-up (30 % of 4 iterations: 1 iteration at rate 0, as verl's
+    scheduler gives) and KG-R1's AdamW groups, on the tiny model with LoRA off."""
+    torch.manual_seed(0)
+    pol = CausalLMPolicy.tiny(lora=None)
+    ro = MultiTurnRollout(HFEngine(pol), pol.tokenizer, pol.chat_ids, max_new_tokens=8)
+    rates: list[float] = []
+
+    class Rates(L.Callback):
+        def on_train_batch_end(self, trainer, module, *args):
+            rates.append(module.optimizers().param_groups[0]["lr"])
+
+    module = RLLitModule(pol, LinearExperience(ro, rewards.get("kg_r1"), n_rollouts=2),
+                         lambda: make_env("kg_r1", demo_oxigraph, max_turns=2),
+                         RLConfig(mini_batch_size=4, lr=1e-3, kl_coef=0.0, iterations=4, warmup_ratio=0.5,
+                                  decay_biases_and_norms=False))
+    samples = load_dataset("demo", split="train")[:4]
+    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[Rates()])
+    trainer.fit(module, DataLoader(UniformStream(samples, batch_size=1), batch_size=None))
+    # the rate after each iteration's step: warm-up over int(0.5 × 4) = 2 iterations
+    assert rates == pytest.approx([5e-4, 1e-3, 1e-3, 1e-3])
+    groups = module.optimizers().param_groups
+    assert [g["weight_decay"] for g in groups] == [0.01, 0.0]
+    assert all(p.ndim >= 2 for p in groups[0]["params"]) and all(p.ndim == 1 for p in groups[1]["params"])
+    norms = {id(p) for n, p in pol.model.named_parameters() if "norm" in n}
+    assert norms and norms <= {id(p) for p in groups[1]["params"]}

@@ -7,9 +7,13 @@ from collections.abc import Sequence
 
 from kgreason.declarations import declare
 from kgreason.envs.base import KGEnv
+from kgreason.errors import ConfigError
 from kgreason.eval import f1
 from kgreason.training.cold_start import RejectionSampledColdStart
 from kgreason.types import KBQASample, Trajectory
+
+#: how a teacher is shown the gold actions
+REFERENCES = ("stepwise", "all", "none")
 
 
 @declare(action_space="kbqa_r1", gold=("sexpr", "relation_path"))
@@ -17,23 +21,27 @@ class ReferencedRejectionSampledColdStart(RejectionSampledColdStart):
     """Referenced Rejection Sampling, RRS (KBQA-R1 §IV-B1).
 
     The teacher sees the gold action sequence (:func:`~kgreason.methods.kbqa_r1.space.reference_actions`
-    of the question's S-expression) after the prompt and writes the reasoning around it;
-    the reference is not part of the kept trajectory (:class:`~kgreason.methods.kbqa_r1.reference.ReferencedEnv`). Episodes
-    are kept when the answer's F1 is at least ``min_f1`` and every turn keeps the tag
-    format. ``reference=False`` is standard rejection sampling, the paper's Table VII
-    baseline.
+    of the question's S-expression) and writes the reasoning around it; the reference is
+    not part of the kept trajectory (:class:`~kgreason.methods.kbqa_r1.reference.ReferencedEnv`).
+    Episodes are kept when the answer's F1 is at least ``min_f1`` and every turn keeps the
+    tag format.
 
     Args:
         teachers: :class:`~kgreason.training.teachers.Teacher` objects.
-        reference: show the gold actions.
+        reference: ``"stepwise"``: each message names the next gold action (the paper,
+            §IV-B1 step 2); ``"all"``: the whole sequence after the question, so a
+            teacher's first thought can name the steps after it; ``"none"``: standard
+            rejection sampling, Table VII's baseline.
         min_f1: the outcome filter τ (paper: F1 > 0.9).
         require_format: the format filter (every turn well-tagged, an answer at the end).
         **kw: :class:`RejectionSampledColdStart` options (``attempts``,
             ``max_per_question``, ``balance``, ``limit``, ``seed``).
     """
 
-    def __init__(self, teachers: Sequence, reference: bool = True, min_f1: float = 0.9,
+    def __init__(self, teachers: Sequence, reference: str = "stepwise", min_f1: float = 0.9,
                  require_format: bool = True, **kw):
+        if reference not in REFERENCES:
+            raise ConfigError(f"cold_start.reference={reference!r}: choose one of {', '.join(REFERENCES)}")
         kw.setdefault("require_grounded", False)
         super().__init__(teachers, **kw)
         self.reference = reference
@@ -42,9 +50,11 @@ class ReferencedRejectionSampledColdStart(RejectionSampledColdStart):
 
     def play(self, teacher, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory:
         from kgreason.methods.kbqa_r1.reference import ReferencedEnv
-        from kgreason.methods.kbqa_r1.space import reference_note
+        from kgreason.methods.kbqa_r1.space import reference_note, reference_plan
 
-        note = reference_note(sample) if self.reference else None
+        if self.reference == "stepwise" and (steps := reference_plan(sample)):
+            return teacher.episode(ReferencedEnv(env, steps=steps), sample, rng)
+        note = reference_note(sample) if self.reference == "all" else None
         return teacher.episode(ReferencedEnv(env, note) if note else env, sample, rng)
 
     def accept(self, traj: Trajectory, sample: KBQASample) -> bool:

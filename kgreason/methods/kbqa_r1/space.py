@@ -662,15 +662,22 @@ def path_sexpr(sample: KBQASample) -> SExpr | None:
     return expr
 
 
-def reference_note(sample: KBQASample) -> str | None:
-    """The RRS hint shown to a teacher: the gold actions, numbered, from the question's
-    S-expression or else its relation path (None when it has neither)."""
+def reference_plan(sample: KBQASample) -> list[str] | None:
+    """The gold actions of RRS, from the question's S-expression or else its relation
+    path (None when it has neither, or a form the six actions cannot build)."""
     gold = sample.sexpr or path_sexpr(sample)
     if gold is None:
         return None
     try:
-        actions = reference_actions(gold)
+        return reference_actions(gold)
     except SExprError:
+        return None
+
+
+def reference_note(sample: KBQASample) -> str | None:
+    """The RRS hint of ``reference="all"``: the gold actions, numbered (None: no plan)."""
+    actions = reference_plan(sample)
+    if actions is None:
         return None
     lines = "\n".join(f"{i}. {a}" for i, a in enumerate(actions, 1))
     return ("Reference actions (a correct sequence; explain in your reasoning why each step follows from the "

@@ -29,6 +29,13 @@ from kgreason.training.teachers import check_probabilities
 from kgreason.types import KBQASample, Trajectory
 
 _REF_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\((.*)\)\s*$")
+_STEP_REF = re.compile(r"^Reference action for step \d+: (\w+)\((.*)\)\s*$", re.M)
+
+
+def _next_reference(text: str) -> tuple[str, str] | None:
+    """The action a step-wise reference names last in ``text`` (name, arguments)."""
+    found = _STEP_REF.findall(text)
+    return found[-1] if found else None
 _RESULTS = re.compile(r"Results \(\d+\): (.*?)(?: … \d+ more)?(?:</information>|$)", re.S)
 _COUNT = re.compile(r"Count: ([^\s<]+)")
 _EXPR_NUM = re.compile(r"expression(\d+)")
@@ -87,12 +94,31 @@ class ScriptedKBQAR1Teacher:
         messages = env.reset(sample)
         hint = messages[-1]["content"].split("Reference actions", 1)
         plan = [m.groups() for m in map(_REF_LINE.match, hint[1].splitlines()) if m] if len(hint) > 1 else None
+        first = _next_reference(messages[-1]["content"])
         if plan:
             self._referenced(env, sample, plan, rng)
+        elif first:
+            self._stepwise(env, sample, first, rng)
         else:
             self._unreferenced(env, sample)
         assert env.trajectory is not None
         return env.trajectory
+
+    def _stepwise(self, env: KGEnv, sample: KBQASample, step: tuple[str, str], rng: random.Random) -> None:
+        """Play the reference one action at a time, as each message names the next (the
+        paper's step-wise RRS): no thought can name the steps after it."""
+        names = {e.id: e.name or e.id for e in sample.topic_entities}
+        obs = ""
+        next_step: tuple[str, str] | None = step
+        while next_step is not None and not env.done:
+            name, args = next_step
+            parts = split_action_args(args)
+            written = self._explore(name, parts, rng)
+            r = env.step(f"<think>{self._thought(name, parts, names)}</think>\n<action>{name}({', '.join(written)})</action>")
+            obs, _, _ = r.observation.partition("\n\nReference")
+            next_step = _next_reference(r.observation)
+        if not env.done:
+            self._answer(env, obs)
 
     def _referenced(self, env: KGEnv, sample: KBQASample, plan: list[tuple[str, str]], rng: random.Random) -> None:
         names = {e.id: e.name or e.id for e in sample.topic_entities}

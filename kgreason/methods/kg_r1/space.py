@@ -144,7 +144,9 @@ class KGR1ActionSpace(ActionSpace):
         if self.initial_entities and sample.topic_entities:
             names = ", ".join(f'"{e.name or e.id}"' for e in sample.topic_entities)
             question += f" (Initial entities: {names})"
-        text = PROMPT.format(max_turns=max_turns, instructions=self.instructions(), question=question)
+        # the official loop: H search turns, then a turn that may only answer, so an env of
+        # max_turns turns promises max_turns - 1 queries (H = 5 is env.max_turns = 6)
+        text = PROMPT.format(max_turns=max(1, max_turns - 1), instructions=self.instructions(), question=question)
         return [{"role": "user", "content": text}]
 
     def init_state(self, state: EpisodeState) -> None:

@@ -40,7 +40,7 @@ def test_the_reference_is_shown_but_not_kept(demo_oxigraph, by_type, stub, polic
     final = next(x.label for x in q.answers)
     _Stub.replies.append(f"<think>so</think><answer>{final}")
     _Stub.seen = []
-    builder = ReferencedRejectionSampledColdStart([OpenAITeacher(stub, model="big")], attempts=1)
+    builder = ReferencedRejectionSampledColdStart([OpenAITeacher(stub, model="big")], reference="all", attempts=1)
     (kept,) = builder([q], EnvFactory(KBQAR1ActionSpace, demo_oxigraph, max_turns=6), policy)
     first = _Stub.seen[0]["messages"][0]["content"]
     assert "Reference actions" in first and actions[0] in first  # the teacher saw the gold actions
@@ -48,23 +48,44 @@ def test_the_reference_is_shown_but_not_kept(demo_oxigraph, by_type, stub, polic
     assert q.question in kept.prompt[0]["content"]
     assert [t.text.endswith(("</action>", "</answer>")) for t in kept.turns] == [True] * (len(actions) + 1)
     _Stub.seen = []
-    plain = ReferencedRejectionSampledColdStart([OpenAITeacher(stub, model="big")], reference=False, attempts=1)
+    plain = ReferencedRejectionSampledColdStart([OpenAITeacher(stub, model="big")], reference="none", attempts=1)
     plain([q], EnvFactory(KBQAR1ActionSpace, demo_oxigraph, max_turns=6), policy)
-    assert "Reference actions" not in _Stub.seen[0]["messages"][0]["content"]
+    assert "Reference" not in _Stub.seen[0]["messages"][0]["content"]
+    with pytest.raises(ConfigError, match="cold_start.reference=True: choose one of stepwise, all, none"):
+        ReferencedRejectionSampledColdStart([], reference=True)
+
+
+def test_the_stepwise_reference_names_the_next_gold_action_at_each_step(demo_oxigraph, by_type, stub, policy):  # noqa: F811
+    """The paper's RRS (§IV-B1 step 2): at step t the teacher's messages hold a*_t alone."""
+    q = by_type["2-hop"][0]
+    actions = reference_actions(q.sexpr)
+    _Stub.replies = [f"<think>step</think><action>{a}" for a in actions]
+    _Stub.replies.append(f"<think>so</think><answer>{next(x.label for x in q.answers)}")
+    _Stub.seen = []
+    builder = ReferencedRejectionSampledColdStart([OpenAITeacher(stub, model="big")], attempts=1)
+    (kept,) = builder([q], EnvFactory(KBQAR1ActionSpace, demo_oxigraph, max_turns=6), policy)
+    for t, request in enumerate(_Stub.seen[:len(actions)]):
+        shown = request["messages"][-1]["content"]
+        assert shown.rstrip().endswith(f"Reference action for step {t + 1}: {actions[t]}")
+        later = " ".join(m["content"] for m in request["messages"])
+        assert all(a not in later for a in actions[t + 1:] if a != actions[t])  # no step ahead of its turn
+    assert "every reference action is done" in _Stub.seen[len(actions)]["messages"][-1]["content"]
+    assert "Reference" not in kept.prompt[0]["content"] + "".join(x.observation for x in kept.turns)
 
 
 def test_acceptance_with_and_without_the_reference(demo_oxigraph, by_type, policy):
     qs = [s for v in by_type.values() for s in v[:8]]
     make = EnvFactory(KBQAR1ActionSpace, demo_oxigraph, max_turns=6)
     rates = {}
-    for ref in (True, False):
+    for ref in ("stepwise", "all", "none"):
         b = ReferencedRejectionSampledColdStart([ScriptedKBQAR1Teacher()], reference=ref, attempts=1)
         b(qs, make, policy)
         rates[ref] = {t: r["rate"] for t, r in b.report["scripted"].items()}
-    assert min(rates[True].values()) >= 0.75  # every question type, with the gold actions
-    assert rates[False]["1-hop"] > 0.1  # one hop found through the gate alone
+    assert min(rates["all"].values()) >= 0.75  # every question type, with the gold actions
+    assert min(rates["stepwise"].values()) >= 0.75  # ... shown one at a time
+    assert rates["none"]["1-hop"] > 0.1  # one hop found through the gate alone
     for qtype in ("2-hop", "cvt", "count", "superlative", "comparison", "time"):
-        assert rates[False][qtype] == 0.0 < rates[True][qtype]
+        assert rates["none"][qtype] == 0.0 < min(rates["all"][qtype], rates["stepwise"][qtype])
 
 
 def test_the_teacher_leans_on_the_gate_and_recovers(demo_oxigraph, by_type):

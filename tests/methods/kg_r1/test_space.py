@@ -23,7 +23,7 @@ from tests.conftest import FIXTURES
 
 @pytest.fixture
 def env(demo_oxigraph):
-    return make_env("kg_r1", demo_oxigraph, max_turns=5)
+    return make_env("kg_r1", demo_oxigraph, max_turns=6)
 
 
 @pytest.fixture
@@ -56,6 +56,17 @@ def test_prompt_has_instructions_turns_and_initial_entities(env, sample):
     assert "up to 5 times" in text and "get_head_entities(entity, relation)" in text
     assert text.endswith('(Initial entities: "United States")')
     assert env.stop_sequences == ("</kg-query>", "</answer>")
+
+
+def test_h_searches_then_an_answer_turn_as_the_official_loop(env, sample):
+    """H = 5: the prompt promises 5 queries, all 5 run, and the sixth turn may only answer."""
+    assert "up to 5 times" in env.reset(sample)[0]["content"]
+    for i in range(5):
+        r = env.step(q('get_tail_relations("United States")'))
+        assert not r.done and "location.country.capital" in r.observation, i
+    assert r.last_turn_next
+    r = env.step(q('get_tail_relations("United States")'))
+    assert r.done and r.forced and r.error == "NO_ANSWER"
 
 
 def test_relations_then_entities_then_answer(env, sample, demo_kg):
