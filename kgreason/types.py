@@ -134,6 +134,8 @@ class KBQASample:
         d = dict(d)
         d["topic_entities"] = [_entity(e) for e in d.get("topic_entities", [])]
         d["answers"] = [_entity(e) for e in d.get("answers", [])]
+        if d.get("meta", {}).get("answer_variants"):  # gold sets of other parses (WebQSP)
+            d["meta"] = {**d["meta"], "answer_variants": [[_entity(e) for e in v] for v in d["meta"]["answer_variants"]]}
         return cls(**d)
 
 

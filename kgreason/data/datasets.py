@@ -316,29 +316,40 @@ def _entity_answers(items: Iterable[dict], id_key: str, name_key: str) -> list[E
 
 @register_dataset("webqsp", schema="freebase", gold=("sparql", "relation_path"))
 def load_webqsp(path: str | Path, split: str = "test", **_: Any) -> list[KBQASample]:
-    """WebQSP official JSON (``{"Questions": [...]}``); every parse's answers are gold variants."""
+    """WebQSP official JSON (``{"Questions": [...]}``).
+
+    Each parse keeps its own answers: the first parse's are ``answers``, the other parses'
+    (where they differ) ``meta["answer_variants"]``, and scores take the variant of highest
+    F1 as the official evaluation does (:func:`kgreason.eval.evaluation.best_variant`;
+    the rewards likewise, :mod:`kgreason.rewards.outcome`). Merged into one set, a question
+    with two parses counted a prediction of either parse's answers as half wrong.
+    """
     data = _read_json(path)
     out = []
     for rec in _records(data, path, "Questions"):
         _require(rec, path, "QuestionId", "Parses")
         parses = rec["Parses"] or []
-        answers: list[Entity] = []
+        per_parse: list[list[Entity]] = []
         topics: dict[str, Entity] = {}
         for p in parses:
-            answers += _entity_answers(p.get("Answers") or [], "AnswerArgument", "EntityName")
+            per_parse.append(list(dict.fromkeys(_entity_answers(p.get("Answers") or [], "AnswerArgument", "EntityName"))))
             if p.get("TopicEntityMid"):
                 topics[p["TopicEntityMid"]] = Entity(p["TopicEntityMid"], p.get("TopicEntityName"))
+        answers = per_parse[0] if per_parse else []
+        variants = [v for i, v in enumerate(per_parse[1:], 1)
+                    if {e.id for e in v} not in [{e.id for e in w} for w in per_parse[:i]]]
         first = parses[0] if parses else {}
         chain = first.get("InferentialChain")
         out.append(KBQASample(
             id=rec["QuestionId"],
             question=rec.get("ProcessedQuestion") or rec.get("RawQuestion", ""),
             topic_entities=list(topics.values()),
-            answers=list(dict.fromkeys(answers)),
+            answers=answers,
             sparql=first.get("Sparql"),
             relation_path=list(chain) if chain else None,
             hops=len(chain) if chain else None,
-            meta={"raw_question": rec.get("RawQuestion"), "n_parses": len(parses)},
+            meta={"raw_question": rec.get("RawQuestion"), "n_parses": len(parses),
+                  **({"answer_variants": variants} if variants else {})},
         ))
     return out
 

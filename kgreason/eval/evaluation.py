@@ -72,8 +72,28 @@ def _kinds(kind: str) -> dict[str, Any]:
     return {"outcome": kind, "direct": float(kind == "direct"), "recovered": float(kind == "recovered")}
 
 
-def score(pred: Sequence[Entity], gold: Sequence[Entity], rng: random.Random) -> dict[str, float]:
-    """One question's scores.
+def best_variant(pred: Sequence[Entity], gold: Sequence[Entity],
+                 variants: Sequence[Sequence[Entity]] = ()) -> Sequence[Entity]:
+    """The gold answer set ``pred`` scores best against: ``gold`` or one of its
+    ``variants`` (WebQSP's parses, each with its own answers; the official evaluation takes
+    the parse of highest F1). Ties keep the first.
+
+    >>> a, b = Entity("m.1", "A"), Entity("m.2", "B")
+    >>> [e.id for e in best_variant([a], [a, b], [[a]])]
+    ['m.1']
+    """
+    best, best_f1 = gold, precision_recall_f1(pred, gold)[2]
+    for v in variants:
+        f = precision_recall_f1(pred, v)[2]
+        if f > best_f1:
+            best, best_f1 = v, f
+    return best
+
+
+def score(pred: Sequence[Entity], gold: Sequence[Entity], rng: random.Random,
+          variants: Sequence[Sequence[Entity]] = ()) -> dict[str, float]:
+    """One question's scores, every one against the gold variant of highest F1
+    (:func:`best_variant`; a question with one gold set has no variants).
 
     ``hit1`` is the first predicted answer's hit (Hit@1 as most KBQA work reads it);
     ``hit`` is 1 when any predicted answer is a gold one: ISP/DTPO's Hit (paper 002 §5.1,
@@ -85,7 +105,10 @@ def score(pred: Sequence[Entity], gold: Sequence[Entity], rng: random.Random) ->
     >>> s = score([b, a], [a], random.Random(0))
     >>> s["hit1"], s["hit"], s["em"]
     (0.0, 1.0, 0.0)
+    >>> score([a], [a, b], random.Random(0), variants=[[a]])["em"]  # one parse answers A alone
+    1.0
     """
+    gold = best_variant(pred, gold, variants)
     p, r, f = precision_recall_f1(pred, gold)
     return {"em": float(p == 1.0 and r == 1.0 and bool(pred)), "f1": f, "precision": p, "recall": r,
             "hit1": hit_at_1(pred, gold), "hit": float(any(matches(x, g) for x in pred for g in gold)),
@@ -182,7 +205,7 @@ def evaluate(rollout: MultiTurnRollout, make_env: Callable[[], KGEnv], samples: 
             pred = _union([t.answer for t in ts])
             row = {"id": s.id, "level": s.level, "qtype": s.meta.get("qtype"), "hops": s.hops, "question": s.question,
                    "pred": [a.label for a in pred], "gold": [a.label for a in s.answers],
-                   **score(pred, s.answers, random.Random(f"{seed}:{s.id}")),
+                   **score(pred, s.answers, random.Random(f"{seed}:{s.id}"), s.meta.get("answer_variants") or ()),
                    # the first run's kind (with N-run union, the union is scored above)
                    **_kinds(outcome_kind(ts[0], s.answers)),
                    **(run_scores([t.answer for t in ts], s.answers) if n_runs > 1 else {}),

@@ -3,6 +3,8 @@ each official format."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from kgreason.data import load_dataset, metaqa_path
@@ -65,8 +67,18 @@ def test_grailqa_fixture_topics_from_graph_query_and_values():
 
 def test_webqsp_fixture_variants_and_values():
     s = load_dataset("webqsp", FIXTURES / "webqsp_official.json")
-    assert {a.id for a in s[0].answers} == {"m.01428y", "m.04ygk0"}  # union over parses
+    # each parse keeps its own answers: the first's are the answers, the second's a variant
+    assert [a.id for a in s[0].answers] == ["m.01428y", "m.04ygk0"]
+    assert [[a.id for a in v] for v in s[0].meta["answer_variants"]] == [["m.01428y"]]
     assert s[0].relation_path == ["location.country.languages_spoken"] and s[0].meta["n_parses"] == 2
+    assert "answer_variants" not in s[1].meta  # one parse
+    back = type(s[0]).from_dict(s[0].to_dict())  # a written and read sample keeps them as entities
+    assert back.meta["answer_variants"] == s[0].meta["answer_variants"]
+    # the official evaluation's best parse: predicting the second parse's one answer is exact
+    from kgreason.eval.evaluation import score
+    only = [s[0].answers[0]]
+    assert score(only, s[0].answers, random.Random(0), s[0].meta["answer_variants"])["em"] == 1.0
+    assert score(only, s[0].answers, random.Random(0))["em"] == 0.0
     assert s[1].answers[0].id == "1961-08-04" and s[1].answers[0].datatype == "literal"
 
 
