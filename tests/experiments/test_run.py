@@ -258,7 +258,10 @@ def test_the_kg_reasoner_ablations_compose():
     cfg = compose_config(["method=kg_reasoner", "ranker.aggregate=false"])
     assert instantiate(cfg.ranker).aggregate is False
     assert compose_config(["method=kg_reasoner", "curriculum=uniform"]).curriculum._target_.endswith("UniformStream")
-    assert cfg.rollout.n_rollouts == 16 and cfg.objective.kl_coef == 0.0
+    assert cfg.rollout.n_rollouts == 16 and cfg.objective.kl_coef == 0.001  # the paper's classic GRPO
+    assert cfg.objective.advantage_kwargs.norm_by_std
+    code = compose_config(["method=kg_reasoner", "objective=kg_reasoner_code"]).objective
+    assert code.kl_coef == 0.0 and not code.advantage_kwargs.norm_by_std  # the official code's
     assert [c.key for c in instantiate(cfg.reward).components] == ["retrieval", "format", "answer"]
     full = compose_config(["method=kg_reasoner", "preset=full"])  # paper scale: compose only
     assert full.rollout.n_rollouts == 16 and full.model.policy._target_.endswith("from_pretrained")

@@ -35,8 +35,9 @@ KGR_NO_NEIGHBOURS = "KGR_NO_NEIGHBOURS"
 KGR_NOTHING_TO_BACKTRACK = "KGR_NOTHING_TO_BACKTRACK"
 KGR_TIMEOUT = "KGR_TIMEOUT"
 KGR_KB_ERROR = "KGR_KB_ERROR"
+KGR_NO_BACKTRACKING = "KGR_NO_BACKTRACKING"
 ERROR_CODES = (KGR_FORMAT_ERROR, KGR_BAD_ARGUMENTS, KGR_UNKNOWN_ENTITY, KGR_NO_NEIGHBOURS,
-               KGR_NOTHING_TO_BACKTRACK, KGR_TIMEOUT, KGR_KB_ERROR)
+               KGR_NOTHING_TO_BACKTRACK, KGR_TIMEOUT, KGR_KB_ERROR, KGR_NO_BACKTRACKING)
 
 TOOLS = ToolSpec([
     Tool("search", "The one-hop neighbours of an entity, both directions, most relevant first. With "
@@ -48,12 +49,13 @@ PROMPT = (
     "Answer the question with the knowledge graph. Think step by step inside <think>...</think>. "
     "While thinking, write <{s}> entity </{s}> to see the entity's neighbours: they come back as "
     "<{r}> (head, relation, tail) ... </{r}>, the most relevant first, and you go on thinking. "
-    "If the {r} show a wrong turn, write <{s}> entity, backtrack </{s}> to return to the previous "
-    "entity and get its next-best neighbour. After </think>, give the final answer inside "
+    "{backtrack}After </think>, give the final answer inside "
     "<answer>...</answer>; separate several answers with |.\n"
     "Topic entities: {entities}\n"
     "Question: {question}"
 )
+BACKTRACK_NOTE = ("If the {r} show a wrong turn, write <{s}> entity, backtrack </{s}> to return to the previous "
+                  "entity and get its next-best neighbour. ")
 
 _BACKTRACK = re.compile(r"^(?:backtrack\s*(?:=\s*true)?|true)$", re.I)
 _NO_BACKTRACK = re.compile(r"^(?:backtrack\s*=\s*false|false)$", re.I)
@@ -97,6 +99,8 @@ class KGReasonerActionSpace(ActionSpace):
             variants such as ``kg-search`` as options).
         max_obs_tokens: budget of the listed triples (an entity tied to the centre by many
             relations writes a long line); fewer than ``top_k`` are shown past it.
+        backtracking: ``False`` is the paper's "w/o backtracking" (Table 2): the prompt
+            does not offer it and a backtrack is a ``KGR_NO_BACKTRACKING`` error.
     """
 
     name = "kg_reasoner"
@@ -104,7 +108,7 @@ class KGReasonerActionSpace(ActionSpace):
 
     def __init__(self, ranker: Ranker | None = None, top_k: int = 10, context: int = 8, max_neighbours: int = 200,
                  search_tag: str = "search", result_tag: str = "triples", max_obs_tokens: int = 512,
-                 count_tokens: TokenCounter = approx_tokens):
+                 count_tokens: TokenCounter = approx_tokens, backtracking: bool = True):
         for tag, what in ((search_tag, "search_tag"), (result_tag, "result_tag")):
             if not re.fullmatch(r"[A-Za-z][\w-]*", tag) or tag in ("think", "answer"):
                 raise ValueError(f"{what}={tag!r}: a tag name of letters, digits, '-' or '_', not think/answer")
@@ -118,6 +122,7 @@ class KGReasonerActionSpace(ActionSpace):
         self.result_tag = result_tag
         self.max_obs_tokens = max_obs_tokens
         self.count_tokens = count_tokens
+        self.backtracking = backtracking
         self.stop_sequences = (f"</{search_tag}>", "</answer>")
         self._search = re.compile(rf"<{re.escape(search_tag)}>(.*?)(?:</{re.escape(search_tag)}>|$)", re.S)
 
@@ -127,7 +132,9 @@ class KGReasonerActionSpace(ActionSpace):
 
     def prompt(self, sample: KBQASample, max_turns: int) -> list[dict[str, str]]:
         ents = ", ".join(e.name or e.id for e in sample.topic_entities) or "none given"
-        text = PROMPT.format(s=self.search_tag, r=self.result_tag, entities=ents, question=sample.question.strip())
+        note = BACKTRACK_NOTE.format(s=self.search_tag, r=self.result_tag) if self.backtracking else ""
+        text = PROMPT.format(s=self.search_tag, r=self.result_tag, backtrack=note, entities=ents,
+                             question=sample.question.strip())
         return [{"role": "user", "content": text}]
 
     def init_state(self, state: EpisodeState) -> None:
@@ -182,6 +189,9 @@ class KGReasonerActionSpace(ActionSpace):
     def execute(self, action: Action, state: EpisodeState) -> Observation:
         try:
             if action.kwargs.get("backtrack"):
+                if not self.backtracking:
+                    return Observation("Backtracking is not available: search an entity instead.",
+                                       error=KGR_NO_BACKTRACKING)
                 return self._backtrack(state)
             return self._expand(action.args[0], state)
         except KBTimeout as e:

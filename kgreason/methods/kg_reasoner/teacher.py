@@ -62,8 +62,10 @@ class KGReasonerPathWriter:
         shown: dict[str, str] = {}  # id -> name as the triples wrote it
         topic = sample.topic_entities[0]
         shown[topic.id] = topic.name or topic.id
-        # a wrong step needs a next hop to miss: only multi-hop questions get one
-        wrong_at = rng.randrange(n - 1) if n > 1 and rng.random() < self.p_error else -1
+        # a wrong step needs a next hop to miss (only multi-hop questions get one) and a
+        # backtrack to correct it (not in the "w/o backtracking" ablation)
+        p_error = self.p_error if getattr(env.action_space, "backtracking", True) else 0.0
+        wrong_at = rng.randrange(n - 1) if n > 1 and p_error and rng.random() < p_error else -1
         question = sample.question.strip().rstrip("?")
         call = env.action_space.search_call
         text = f"<think>The question: {question}. I start from {shown[topic.id]}. {call(shown[topic.id])}"

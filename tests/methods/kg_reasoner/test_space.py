@@ -14,6 +14,7 @@ from kgreason.methods.kg_reasoner import KGReasonerActionSpace
 from kgreason.methods.kg_reasoner.space import (
     KGR_BAD_ARGUMENTS,
     KGR_FORMAT_ERROR,
+    KGR_NO_BACKTRACKING,
     KGR_NOTHING_TO_BACKTRACK,
     KGR_UNKNOWN_ENTITY,
     KGReasonerState,
@@ -67,6 +68,27 @@ def test_backtrack_offers_the_next_best_neighbours_in_rank_order(demo_oxigraph, 
     assert top[1][0] in r.observation
     r = env.step("<search> Backtrack=True </search>")  # the offer turned down: the next one
     assert top[2][0] in r.observation
+
+
+def test_without_backtracking_as_table_2_ablates_it(demo_oxigraph, dostoevsky):
+    from kgreason.methods.kg_reasoner.teacher import KGReasonerPathWriter
+
+    env = make_env("kg_reasoner", demo_oxigraph, max_turns=8, backtracking=False)
+    prompt = env.reset(dostoevsky)[-1]["content"]
+    assert "backtrack" not in prompt and "<search> entity </search>" in prompt
+    env.step("<think><search> Fyodor Dostoevsky </search>")
+    r = env.step("<search> Fyodor Dostoevsky, backtrack </search>")
+    assert r.error == KGR_NO_BACKTRACKING and not r.done
+    # the cold start writes no error-correction episode it could not play
+    two_hop = [s for s in load_dataset("demo", split="train") if len(s.relation_path or []) == 2][:10]
+    import random
+
+    writer, rng = KGReasonerPathWriter(p_error=1.0), random.Random(0)
+    texts = ["".join(t.text for t in traj.turns) for s in two_hop
+             if (traj := writer.episode(make_env("kg_reasoner", demo_oxigraph, max_turns=8, backtracking=False), s, rng))]
+    assert texts and not any("backtrack" in t for t in texts)
+    with_bt = [writer.episode(make_env("kg_reasoner", demo_oxigraph, max_turns=8), s, random.Random(0)) for s in two_hop]
+    assert any("backtrack" in "".join(t.text for t in traj.turns) for traj in with_bt if traj)
 
 
 def test_errors_are_observations(demo_oxigraph, dostoevsky):
