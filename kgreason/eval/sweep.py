@@ -30,6 +30,9 @@ def sweep_rows(sweep_dir: str | Path) -> list[dict[str, Any]]:
         if not ((job / "results.json").is_file() or (job / ".hydra").is_dir() or (job / "config.yaml").is_file()):
             continue
         row: dict[str, Any] = {"job": job.name}
+        label = _row_label(job)
+        if label:  # an ablation row: the paper's name for it
+            row = {"row": label, **row}
         if not (job / "results.json").is_file():
             rows.append(row | {"status": "no results"})
             continue
@@ -46,6 +49,16 @@ def sweep_rows(sweep_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _row_label(job: Path) -> str | None:
+    """The ``row`` a job's config names (set by an ``ablation_row`` option), if any."""
+    for cfg in (job / "config.yaml", job / ".hydra" / "config.yaml"):
+        if cfg.is_file():
+            from omegaconf import OmegaConf
+
+            return OmegaConf.load(cfg).get("row")
+    return None
+
+
 def sweep_markdown(rows: list[dict[str, Any]], title: str = "Sweep") -> str:
     """The rows as a markdown table, columns in run order.
 
@@ -58,7 +71,7 @@ def sweep_markdown(rows: list[dict[str, Any]], title: str = "Sweep") -> str:
     | reward=f1 | 0.300 | done |
     | reward=em |  | no results |
     """
-    keys: list[str] = ["job"]
+    keys: list[str] = (["row"] if any("row" in r for r in rows) else []) + ["job"]
     for tag in TAGS:
         keys += [k for k in (f"{tag} F1", f"{tag} Hit@1") if any(k in r for r in rows)]
     keys += [k for k in ("gain F1", "training CPU-min", "n", "status") if any(k in r for r in rows)]

@@ -11,7 +11,8 @@ Examples of the papers' rewards as compositions::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kgreason.rewards.base import RewardOutput, get
@@ -61,12 +62,20 @@ class Component:
 class CompositeReward:
     """Sum of weighted, gated, scheduled components, optionally clipped to ``[floor, cap]``."""
 
-    def __init__(self, components: list[Component], cap: float | None = None, floor: float | None = None):
+    def __init__(self, components: list[Component], cap: float | None = None, floor: float | None = None,
+                 ablate: Sequence[str] = ()):
+        """``ablate``: component keys that count nothing (weight 0, still computed and
+        logged): a paper's "– X reward" row (``reward.ablate=[format]``)."""
         if not components:
             raise ValueError("a CompositeReward needs at least one component")
         keys = [c.key for c in components]
         if len(set(keys)) != len(keys):
             raise ValueError(f"component names must be unique (use alias=): {keys}")
+        unknown = sorted(set(ablate) - set(keys))
+        if unknown:
+            raise ValueError(f"reward.ablate={list(ablate)}: {unknown} not among the components {keys}")
+        components = [replace(c, weight=0.0) if c.key in ablate else c for c in components]
+        self.ablate = tuple(ablate)
         for c in components:
             get(c.name)  # fail early on unknown names
             for g in c.gates:
