@@ -11,6 +11,7 @@ from typing import Any
 
 from kgreason.eval.metrics import hit_at_1, matches, precision_recall_f1
 from kgreason.rewards.base import RewardOutput, register
+from kgreason.rewards.judges import alias_judge
 from kgreason.types import Entity, KBQASample, Trajectory
 
 
@@ -76,18 +77,17 @@ def hit_reward(trajectory: Trajectory, sample: KBQASample, **_: Any) -> RewardOu
     return RewardOutput(v, components={"hit": v})
 
 
-Judge = Callable[[str, Sequence[Entity]], float]
-
-
-def alias_judge(answer_text: str, gold: Sequence[Entity]) -> float:
-    """The default judge: 1 when any gold name or alias matches the answer text."""
-    return float(any(matches(answer_text, g) for g in gold))
+#: ``judge(answer_text, gold, question="") -> score`` (:mod:`kgreason.rewards.judges`)
+Judge = Callable[..., float]
 
 
 @register("llm_judge")
-def llm_judge_reward(trajectory: Trajectory, sample: KBQASample, judge: Judge = alias_judge,
+def llm_judge_reward(trajectory: Trajectory, sample: KBQASample, judge: Judge | None = None,
                      **_: Any) -> RewardOutput:
-    """A pluggable answer judge (an LLM behind ``judge``); default: alias match."""
+    """A pluggable answer judge: an LLM (:class:`~kgreason.rewards.judges.ChatJudge`) or any
+    ``judge(answer_text, gold, question=...)``; default: alias match. The best verdict over
+    the answer's parts."""
+    judge = judge or alias_judge
     parts = [a.label for a in trajectory.answer] or ([trajectory.answer_text] if trajectory.answer_text else [])
-    v = max((judge(p, sample.answers) for p in parts), default=0.0)
+    v = max((judge(p, sample.answers, question=sample.question) for p in parts), default=0.0)
     return RewardOutput(v, components={"judge": v})
