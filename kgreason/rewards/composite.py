@@ -11,7 +11,7 @@ Examples of the papers' rewards as compositions::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,17 +63,22 @@ class CompositeReward:
     """Sum of weighted, gated, scheduled components, optionally clipped to ``[floor, cap]``."""
 
     def __init__(self, components: list[Component], cap: float | None = None, floor: float | None = None,
-                 ablate: Sequence[str] = ()):
+                 ablate: Sequence[str] = (), weights: Mapping[str, float] | None = None):
         """``ablate``: component keys that count nothing (weight 0, still computed and
-        logged): a paper's "– X reward" row (``reward.ablate=[format]``)."""
+        logged): a paper's "– X reward" row (``reward.ablate=[format]``). ``weights``:
+        component key → weight, over the components' own (a weight-sensitivity row,
+        ``reward.weights={progress: 0.3, outcome: 0.6}``)."""
         if not components:
             raise ValueError("a CompositeReward needs at least one component")
         keys = [c.key for c in components]
         if len(set(keys)) != len(keys):
             raise ValueError(f"component names must be unique (use alias=): {keys}")
-        unknown = sorted(set(ablate) - set(keys))
-        if unknown:
-            raise ValueError(f"reward.ablate={list(ablate)}: {unknown} not among the components {keys}")
+        for what, given in (("ablate", list(ablate)), ("weights", dict(weights or {}))):
+            unknown = sorted(set(given) - set(keys))
+            if unknown:
+                raise ValueError(f"reward.{what}={given}: {unknown} not among the components {keys}")
+        components = [replace(c, weight=float((weights or {})[c.key])) if c.key in (weights or {}) else c
+                      for c in components]
         components = [replace(c, weight=0.0) if c.key in ablate else c for c in components]
         self.ablate = tuple(ablate)
         for c in components:

@@ -92,3 +92,18 @@ def test_registry_errors():
         CompositeReward([Component("nope")])
     with pytest.raises(ValueError, match="gate"):
         CompositeReward([Component("f1", gate="em")])
+
+
+def test_ablate_and_weights_change_what_components_count_not_what_they_log():
+    from kgreason.rewards import Component, CompositeReward
+    from kgreason.types import Entity, KBQASample, Trajectory
+
+    s = KBQASample("q", "?", answers=[Entity("m.1", "A"), Entity("m.2", "B")])
+    t = Trajectory("q", answer=[Entity("m.1", "A")])  # F1 2/3, hit 1
+    parts = [Component("f1"), Component("hit", weight=0.5)]
+    assert CompositeReward(parts)(t, s).total == pytest.approx(2 / 3 + 0.5)
+    out = CompositeReward(parts, ablate=["hit"])(t, s)
+    assert out.total == pytest.approx(2 / 3) and out.components["hit"] == 1.0  # logged, not counted
+    assert CompositeReward(parts, weights={"f1": 0.0, "hit": 2.0})(t, s).total == pytest.approx(2.0)
+    with pytest.raises(ValueError, match=r"reward.weights=\{'em': 1.0\}: \['em'\] not among the components"):
+        CompositeReward(parts, weights={"em": 1.0})
