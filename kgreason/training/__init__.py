@@ -32,7 +32,7 @@ _EXPORTS = {
     "episode_tokens": "kgreason.training.cold_start",
     "filter_groups": "kgreason.training.experience",
     "grounded": "kgreason.training.cold_start",
-    "hard_cases": "kgreason.training.hard_cases",
+    "select_hard_cases": "kgreason.training.hard_cases",
     "hop_level": "kgreason.training.curriculum",
     "leave_process_group": "kgreason.training.distributed",
     "length_fit": "kgreason.training.lengths",

@@ -40,7 +40,7 @@ def annotate_sft_losses(samples: Sequence[KBQASample], losses: Mapping[str, floa
     return n
 
 
-def hard_cases(samples: Sequence[KBQASample], threshold: float, min_hops: int = 2) -> list[KBQASample]:
+def select_hard_cases(samples: Sequence[KBQASample], threshold: float, min_hops: int = 2) -> list[KBQASample]:
     """The questions of at least ``min_hops`` hops whose SFT loss is above ``threshold``.
 
     A question SFT never trained on (no cold-start trajectory, or fewer SFT steps than
@@ -49,7 +49,7 @@ def hard_cases(samples: Sequence[KBQASample], threshold: float, min_hops: int = 
     >>> from kgreason.types import KBQASample
     >>> qs = [KBQASample(id=i, question="?", hops=h, meta={"sft_loss": l} if l is not None else {})
     ...       for i, h, l in [("a", 1, 0.9), ("b", 2, 0.9), ("c", 3, 0.1), ("d", 2, None)]]
-    >>> [s.id for s in hard_cases(qs, threshold=0.5)]
+    >>> [s.id for s in select_hard_cases(qs, threshold=0.5)]
     ['b']
     """
     return [s for s in samples if sample_hops(s) >= min_hops and s.meta.get(SFT_LOSS, float("-inf")) > threshold]
@@ -85,7 +85,7 @@ class HardCasesStream(IterableDataset):
         self.full_passes = full_passes
         self.seed = seed
         self.start = start
-        self.hard = hard_cases(self.samples, threshold, min_hops)
+        self.hard = select_hard_cases(self.samples, threshold, min_hops)
         if not self.hard:
             log.warning("hard-case resampling: no question of ≥ %d hops has an SFT loss above %g "
                         "(%d of %d have a loss); later passes keep every question",

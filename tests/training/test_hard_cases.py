@@ -20,8 +20,8 @@ from kgreason.training import (
     SFTLitModule,
     annotate_sft_losses,
     collate,
-    hard_cases,
     masked_nll,
+    select_hard_cases,
 )
 from kgreason.types import KBQASample
 
@@ -36,10 +36,10 @@ SPEC = [("a", 1, 2.0), ("b", 2, 2.0), ("c", 3, 0.1), ("d", 2, None), ("e", 3, 1.
 
 def test_hard_cases_are_multi_hop_questions_above_the_threshold():
     qs = questions(SPEC)
-    assert [s.id for s in hard_cases(qs, threshold=1.0)] == ["b", "e"]
-    assert [s.id for s in hard_cases(qs, threshold=1.0, min_hops=3)] == ["e"]
-    assert [s.id for s in hard_cases(qs, threshold=0.05, min_hops=1)] == ["a", "b", "c", "e", "f"]
-    assert hard_cases(qs, threshold=5.0) == []
+    assert [s.id for s in select_hard_cases(qs, threshold=1.0)] == ["b", "e"]
+    assert [s.id for s in select_hard_cases(qs, threshold=1.0, min_hops=3)] == ["e"]
+    assert [s.id for s in select_hard_cases(qs, threshold=0.05, min_hops=1)] == ["a", "b", "c", "e", "f"]
+    assert select_hard_cases(qs, threshold=5.0) == []
 
 
 def test_the_first_pass_covers_every_question_then_only_the_hard_ones():

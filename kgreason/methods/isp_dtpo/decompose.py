@@ -48,14 +48,14 @@ def _topics(e: SExpr) -> list[str]:
     return [t for x in e[1:] for t in _topics(x)]
 
 
-def decompose(sexpr: str | SExpr) -> list[SExpr]:
+def decompose_sexpr(sexpr: str | SExpr) -> list[SExpr]:
     """Ordered executable sub-forms of a logical form, the whole form last.
 
-    >>> [str(s) for s in decompose("(JOIN (R b) (JOIN (R a) m.1))")]
+    >>> [str(s) for s in decompose_sexpr("(JOIN (R b) (JOIN (R a) m.1))")]
     ["['JOIN', ['R', 'a'], 'm.1']", "['JOIN', ['R', 'b'], ['JOIN', ['R', 'a'], 'm.1']]"]
-    >>> len(decompose("(AND (JOIN r1 m.1) (JOIN r2 m.2))"))
+    >>> len(decompose_sexpr("(AND (JOIN r1 m.1) (JOIN r2 m.2))"))
     3
-    >>> len(decompose("(JOIN (R r3) (AND (JOIN r1 m.1) (JOIN r2 m.2)))"))  # separate, merge in the last hop
+    >>> len(decompose_sexpr("(JOIN (R r3) (AND (JOIN r1 m.1) (JOIN r2 m.2)))"))  # separate, merge in the last hop
     3
     """
     tree = parse_sexpr(sexpr) if isinstance(sexpr, str) else sexpr
@@ -110,7 +110,7 @@ def isp_cold_start_messages(sample: KBQASample, schema: KBSchema, explore_variab
     executing, from what the last query returned). None if the sample has no S-expression."""
     if not sample.sexpr:
         return None
-    steps = decompose(sample.sexpr)
+    steps = decompose_sexpr(sample.sexpr)
     names = {e.id: e.name or e.id for e in sample.topic_entities}
     msgs: list[str] = []
     explored: set[str] = set()

@@ -10,7 +10,7 @@ import pytest
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
 from kgreason.kb import FREEBASE
-from kgreason.methods.isp_dtpo import decompose, isp_sft_trajectories
+from kgreason.methods.isp_dtpo import decompose_sexpr, isp_sft_trajectories
 from kgreason.methods.isp_dtpo.decompose import compact, isp_cold_start_messages
 from kgreason.models import load_tokenizer
 from kgreason.training import StagedStream, hop_level
@@ -18,15 +18,15 @@ from kgreason.types import KBQASample
 
 
 def test_progressive_and_compositional_decomposition():
-    chain = decompose("(JOIN (R b) (JOIN (R a) m.1))")
+    chain = decompose_sexpr("(JOIN (R b) (JOIN (R a) m.1))")
     assert chain == [["JOIN", ["R", "a"], "m.1"], ["JOIN", ["R", "b"], ["JOIN", ["R", "a"], "m.1"]]]
-    merged = decompose("(AND (JOIN r.x.y m.1) (JOIN r.x.z m.2))")
+    merged = decompose_sexpr("(AND (JOIN r.x.y m.1) (JOIN r.x.z m.2))")
     assert merged == [["JOIN", "r.x.y", "m.1"], ["JOIN", "r.x.z", "m.2"],
                       ["AND", ["JOIN", "r.x.y", "m.1"], ["JOIN", "r.x.z", "m.2"]]]
     # a class or a comparison is not a step on its own; COUNT/ARGMAX come after their set
-    assert decompose("(AND film.film (JOIN r.x.y m.1))")[0] == ["JOIN", "r.x.y", "m.1"]
-    assert decompose("(COUNT (JOIN r.x.y m.1))") == [["JOIN", "r.x.y", "m.1"], ["COUNT", ["JOIN", "r.x.y", "m.1"]]]
-    assert len(decompose("(ARGMAX (JOIN r.x.y m.1) r.x.d)")) == 2
+    assert decompose_sexpr("(AND film.film (JOIN r.x.y m.1))")[0] == ["JOIN", "r.x.y", "m.1"]
+    assert decompose_sexpr("(COUNT (JOIN r.x.y m.1))") == [["JOIN", "r.x.y", "m.1"], ["COUNT", ["JOIN", "r.x.y", "m.1"]]]
+    assert len(decompose_sexpr("(ARGMAX (JOIN r.x.y m.1) r.x.d)")) == 2
 
 
 def test_messages_explore_each_topic_before_querying_it():
