@@ -230,7 +230,8 @@ def test_kg_reasoner_smoke_run_trains_its_ranker_first(tmp_path):
     for key in ("reward/retrieval", "reward/format", "reward/answer"):
         assert key in cols, key
     cfg = (out / "config.yaml").read_text()
-    assert "kl_coef: 0.0" in cfg and "norm_by_std: false" in cfg and "_target_: kgreason.rankers.GATEntityRanker" in cfg
+    # the paper's classic GRPO (std-normalised, KL to the cold-start policy)
+    assert "kl_coef: 0.001" in cfg and "norm_by_std: true" in cfg and "_target_: kgreason.rankers.GATEntityRanker" in cfg
     first = json.loads((out / "trajectories.jsonl").read_text().splitlines()[0])
     assert "<search> entity </search>" in first["prompt"][0]["content"]
     # every question SFT trained on has its loss on record, for the hard-case sampler
