@@ -46,7 +46,7 @@ def test_the_architecture_table_lists_every_config_option():
     conf = README.parent / "kgreason" / "conf"
     rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]*) \|", (DOCS / "architecture.md").read_text(), re.M))
     for group in ("kb", "ranker", "env", "model", "engine", "reward", "objective", "rollout", "cold_start",
-                  "curriculum", "ranker_training", "data", "trainer", "method", "preset"):
+                  "curriculum", "ranker_training", "data", "trainer", "method", "preset", "ablation"):
         listed = set(re.findall(r"`(\w+)`", rows[group]))
         assert listed == {p.stem for p in (conf / group).glob("*.yaml")}, group
 
