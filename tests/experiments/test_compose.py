@@ -12,7 +12,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from kgreason.compose import CONFIG_DIR, build_parts, compose_config, validate_config
+from kgreason.compose import CONFIG_DIR, build_parts, compose_config, rl_iterations, validate_config
 from kgreason.envs import KGEnv
 from kgreason.errors import ConfigError, DatasetError, RewardError
 from kgreason.training import ColdStart, ExperienceSource, RLConfig, length_fit
@@ -59,7 +59,8 @@ def test_every_method_and_preset_builds_every_part(method, preset):
     assert isinstance(env, KGEnv) and env is not p.make_env()
     assert env.max_turns == cfg.env.max_turns
     assert isinstance(p.source, ExperienceSource) and isinstance(p.objective, RLConfig)
-    iterations = cfg.rl.iterations if not cfg.rl.get("epochs") else -(-cfg.rl.epochs * len(p.train) // cfg.curriculum.batch_size)
+    iterations = rl_iterations(cfg.rl.epochs, len(p.train), cfg.curriculum.batch_size) if cfg.rl.get("epochs") \
+        else cfg.rl.iterations
     assert isinstance(p.cold_start, ColdStart) and p.objective.iterations == iterations
     assert p.dev and all(isinstance(q, KBQASample) for q in p.dev)
     assert not {q.id for q in p.train} & {q.id for q in p.dev}
@@ -102,7 +103,7 @@ def test_a_reward_curriculum_switches_inside_the_presets_rl_stage(method, preset
     iterations = cfg.rl.iterations
     if cfg.rl.get("epochs") and any(s is not None and s >= 1 for s in steps):
         train, _ = instantiate(cfg.data)
-        iterations = -(-cfg.rl.epochs * len(train) // cfg.curriculum.batch_size)
+        iterations = rl_iterations(cfg.rl.epochs, len(train), cfg.curriculum.batch_size)
     assert all(0 < s < 1 or 0 < s < iterations for s in steps if s is not None), (steps, iterations)
 
 

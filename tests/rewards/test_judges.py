@@ -16,6 +16,7 @@ from kgreason.rewards import get
 from kgreason.rewards.judges import ChatJudge
 from kgreason.training.teachers import OpenAITeacher
 from kgreason.types import Entity, KBQASample, Trajectory
+from tests.training.test_rejection_sampling import send_chat_completion
 
 
 class _Judge(BaseHTTPRequestHandler):
@@ -30,13 +31,7 @@ class _Judge(BaseHTTPRequestHandler):
         type(self).requests.append(prompt)
         gold = re.search(r"Gold answers: (.*)", prompt).group(1).lower().split(" | ")
         answer = re.search(r"Predicted answer: (.*)", prompt).group(1).lower()
-        text = self.reply if self.reply is not None else ("Yes." if answer in gold else "No")
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        send_chat_completion(self, self.reply if self.reply is not None else ("Yes." if answer in gold else "No"))
 
     def log_message(self, *args):
         pass

@@ -280,6 +280,16 @@ def test_no_accepted_episode_is_a_config_error(demo_oxigraph, by_type):
                                                 "rate": 0.0}
 
 
+def send_chat_completion(handler: BaseHTTPRequestHandler, text: str) -> None:
+    """Answer an OpenAI ``/chat/completions`` request with one assistant message."""
+    out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(out)))
+    handler.end_headers()
+    handler.wfile.write(out)
+
+
 class _Stub(BaseHTTPRequestHandler):
     """An OpenAI-compatible endpoint that replays a scripted conversation."""
 
@@ -295,12 +305,7 @@ class _Stub(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"no more replies")
             return
-        out = json.dumps({"choices": [{"message": {"role": "assistant", "content": self.replies[turn]}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        send_chat_completion(self, self.replies[turn])
 
     def log_message(self, *args):
         pass
