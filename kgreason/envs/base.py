@@ -218,6 +218,12 @@ class ActionSpace(abc.ABC):
     def last_turn_note(self) -> str:
         return "This is your last turn: give your final answer inside <answer>...</answer> now."
 
+    def answer_after_actions(self, state: EpisodeState) -> str | None:
+        """The answer an episode ends with once a message's actions have run, for spaces
+        whose actions are the whole answer (KBQA-R1's single-turn ablation); None (the
+        default): observations come back and the policy answers itself."""
+        return None
+
     def ends_episode(self, error: ParseError) -> bool:
         """Whether an unreadable message ends the episode unanswered instead of coming back
         as an error observation for another try (default: it comes back)."""
@@ -367,11 +373,17 @@ class KGEnv:
         # this runs on every turn (env overhead target): one action is the common case
         if len(parsed) == 1:
             o = space.execute(parsed[0], self.state)
+            final = space.answer_after_actions(self.state)
+            if final is not None:
+                return self._answered_by_actions(final, parsed, [o])
             # the Observation is this step's own: its lists need no copy
             return StepResult(space.format_observation([o]), False, error=o.error,
                               errors=(o.error,) if o.error else (), actions=parsed, kb_calls=o.kb_calls,
                               entities=o.entities, relations=o.relations, payloads=(o.payload,))
         observations = [space.execute(a, self.state) for a in parsed]
+        final = space.answer_after_actions(self.state)
+        if final is not None:
+            return self._answered_by_actions(final, parsed, observations)
         errors: list[str] = []
         entities: list[str] = []
         relations: list[str] = []
@@ -385,6 +397,16 @@ class KGEnv:
         return StepResult(space.format_observation(observations), False, error=errors[0] if errors else None,
                           errors=errors, actions=parsed, kb_calls=kb_calls, entities=entities,
                           relations=relations, payloads=[o.payload for o in observations])
+
+    def _answered_by_actions(self, answer: str, actions: list[Action], observations: list[Observation]) -> StepResult:
+        """The episode's end when the space reads the answer off its actions' results."""
+        resolved, failure = self._resolve(answer)
+        errors = [o.error for o in observations if o.error] + ([failure] if failure else [])
+        return StepResult("", True, answer_text=answer, answer=resolved, error=errors[0] if errors else None,
+                          errors=errors, actions=actions, kb_calls=sum(o.kb_calls for o in observations),
+                          entities=[e for o in observations for e in o.entities],
+                          relations=[r for o in observations for r in o.relations],
+                          payloads=[o.payload for o in observations])
 
     # ------------------------------------------------------------ answers
     def resolve(self, answer_text: str) -> list[Entity]:

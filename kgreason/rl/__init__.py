@@ -8,9 +8,11 @@ from kgreason.rl.advantages import (
     token_advantages,
 )
 from kgreason.rl.correction import sampler_mismatch, truncated_is_weights
+from kgreason.rl.critic import CriticSettings, ValueModel, gae, terminal_rewards, value_loss, whiten
 from kgreason.rl.losses import AGGREGATIONS, KL_ESTIMATORS, aggregation_units, policy_loss
 
 __all__ = [
-    "ADVANTAGES", "AGGREGATIONS", "AdvantageBatch", "KL_ESTIMATORS", "aggregation_units", "get_advantage",
-    "group_normalize", "policy_loss", "sampler_mismatch", "token_advantages", "truncated_is_weights",
+    "ADVANTAGES", "AGGREGATIONS", "AdvantageBatch", "CriticSettings", "KL_ESTIMATORS", "ValueModel",
+    "aggregation_units", "gae", "get_advantage", "group_normalize", "policy_loss", "sampler_mismatch",
+    "terminal_rewards", "token_advantages", "truncated_is_weights", "value_loss", "whiten",
 ]

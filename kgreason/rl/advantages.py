@@ -88,13 +88,23 @@ def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps
 
 
 @ADVANTAGES.register("grpo")
-def grpo(batch: AdvantageBatch, norm_by_std: bool = True, eps: float = 1e-6) -> list[Tensor]:
+def grpo(batch: AdvantageBatch, norm_by_std: bool = True, eps: float = 1e-6,
+         clamp: float | None = None) -> list[Tensor]:
     """GRPO (Shao et al. 2024): group-mean baseline, divided by the group std.
 
     ``norm_by_std=False`` is Dr. GRPO (Liu et al. 2025) / KBQA-R1's mean-centred form and
-    KG-Reasoner's REINFORCE with a group-mean baseline.
+    KG-Reasoner's REINFORCE with a group-mean baseline. ``clamp`` bounds the rewards
+    first, as :func:`tree_step` does (ISP/DTPO's trajectory-level RQ1 baseline keeps the
+    tree objective's settings).
+
+    >>> b = AdvantageBatch(rewards=torch.tensor([1.0, 3.0, 20.0]), index=torch.tensor([0, 0, 0]))
+    >>> [round(float(a), 4) for a in torch.cat(grpo(b, norm_by_std=False, clamp=5.0))]
+    [-2.0, 0.0, 2.0]
     """
-    adv = group_normalize(batch.rewards.float(), batch.index, norm_by_std, eps)
+    r = batch.rewards.float()
+    if clamp is not None:
+        r = r.clamp(-clamp, clamp)
+    adv = group_normalize(r, batch.index, norm_by_std, eps)
     return [a.repeat(n) for a, n in zip(adv, batch.turns(), strict=True)]
 
 
@@ -120,6 +130,16 @@ def tree_step(batch: AdvantageBatch, clamp: float | None = None, norm_by_std: bo
         r = r.clamp(-clamp, clamp)
     adv = group_normalize(r, batch.index, norm_by_std, eps)
     return [a.repeat(n) for a, n in zip(adv, batch.turns(), strict=True)]
+
+
+@ADVANTAGES.register("gae")
+def gae_from_critic(batch: AdvantageBatch, **kwargs: object) -> list[Tensor]:
+    """PPO's generalised advantage estimation (Schulman et al. 2016): token-level, from a
+    learned critic's values, so it has no per-turn form here. Name it with
+    ``objective.critic`` and :class:`~kgreason.training.RLLitModule` computes it
+    (:func:`kgreason.rl.critic.gae`)."""
+    raise ValueError("advantage 'gae' is computed from a critic's values: set objective.critic "
+                     "(kgreason.rl.CriticSettings), as objective=ppo does")
 
 
 def token_advantages(per_turn: list[Tensor], turn_index: Tensor, loss_mask: Tensor) -> Tensor:

@@ -56,7 +56,8 @@ class TrainingBatch:
           prompt and on padding)
         - loss_mask, advantages, old_logp, ref_logp, sampler_logp: ``[N, L]`` (float;
           ``sampler_logp``: the rollout engine's log-probs of the policy tokens, None when
-          the engine gave none)
+          the engine gave none); old_values, returns: the critic's values at sampling
+          time and GAE's returns (PPO with a critic only)
         - index (group of each row), rewards: ``[N]``
     """
 
@@ -72,6 +73,8 @@ class TrainingBatch:
     old_logp: torch.Tensor | None = None
     ref_logp: torch.Tensor | None = None
     sampler_logp: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
 
     @classmethod
     def of(cls, trajs: Sequence[Trajectory], index: Sequence[int], advantages_of, pad_id: int,

@@ -174,8 +174,8 @@ class LinearExperience:
         envs = [make_env() for _ in samples]
         trajs, stats = self.rollout.run(envs, samples)
         for t, s, env in zip(trajs, samples, envs, strict=True):
-            # space=: format rewards ask the action space for its grammar
-            _score(t, self.reward(t, s, step=step, space=env.action_space))
+            # space=: format rewards ask the action space for its grammar; kb=: step rewards re-read results
+            _score(t, self.reward(t, s, step=step, space=env.action_space, kb=env.kb))
         n = len(trajs)
         if self.overlong == "mask":  # rewarded (the group's baseline sees them), not trained on
             for t in trajs:

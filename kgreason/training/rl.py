@@ -27,12 +27,18 @@ from kgreason.models.precision import Bf16Setting, resolve_bf16
 from kgreason.models.protocol import TrainablePolicy, check_policy
 from kgreason.rl import (
     AdvantageBatch,
+    CriticSettings,
+    ValueModel,
     aggregation_units,
+    gae,
     get_advantage,
     policy_loss,
     sampler_mismatch,
+    terminal_rewards,
     token_advantages,
     truncated_is_weights,
+    value_loss,
+    whiten,
 )
 from kgreason.training.batching import TrainingBatch
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
@@ -91,6 +97,17 @@ class RLConfig:
     #: precision than the trainer's (:mod:`kgreason.rl.correction`); None: the gap is
     #: measured and logged, not corrected
     tis_cap: float | None = 2.0
+    #: PPO with a learned critic (:class:`~kgreason.rl.CriticSettings`, or its fields as a
+    #: mapping): a value model built from the policy's weights, trained beside it; the
+    #: advantages are GAE's over the policy's tokens (``advantage: gae``). None: no critic
+    critic: CriticSettings | Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.critic, Mapping):
+            self.critic = CriticSettings(**self.critic)
+        if (self.critic is not None) != (self.advantage == "gae"):
+            raise ValueError("advantage 'gae' and a critic go together: set objective.advantage=gae with "
+                             f"objective.critic (got advantage={self.advantage!r}, critic={self.critic!r})")
 
 
 def warmup_constant(ratio: float, iterations: int) -> Callable[[int], float]:
@@ -229,6 +246,8 @@ class RLLitModule(L.LightningModule):
             raise ValueError(f"on_policy=True is one update per batch; ppo_epochs={self.cfg.ppo_epochs} would reuse "
                              "the batch off-policy (set ppo_epochs=1, or on_policy=false for PPO's clipped ratio)")
         self.estimator = get_advantage(self.cfg.advantage)
+        #: PPO's value model (objective.critic), trained beside the policy
+        self.critic = ValueModel.from_policy(policy) if self.cfg.critic is not None else None
         #: the training passes' autocast (a bf16 policy autocasts everything already)
         self.bf16 = not policy.bf16 and resolve_bf16(self.cfg.bf16, policy.device, "train")
         self.iteration = 0
@@ -251,6 +270,8 @@ class RLLitModule(L.LightningModule):
         # transformers loads models in eval mode, and Lightning trains modules in the mode
         # it finds them in (warning about each of them)
         self.model.train()
+        if self.critic is not None:
+            self.critic.train()
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[ITERATION_KEY] = self.iteration
@@ -277,11 +298,25 @@ class RLLitModule(L.LightningModule):
     def configure_optimizers(self):
         opt = torch.optim.AdamW(decay_groups(self.policy.parameters(), self.cfg.weight_decay,
                                              self.cfg.decay_biases_and_norms), lr=self.cfg.lr)
-        if not self.cfg.warmup_ratio:
-            return opt
-        # stepped once an iteration (_end_iteration), as verl steps its scheduler once a training step
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_constant(self.cfg.warmup_ratio, self.cfg.iterations or 0))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        policy: dict[str, Any] = {"optimizer": opt}
+        if self.cfg.warmup_ratio:
+            # stepped once an iteration (training_step), as verl steps its scheduler once a training step
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_constant(self.cfg.warmup_ratio,
+                                                                           self.cfg.iterations or 0))
+            policy["lr_scheduler"] = {"scheduler": sched, "interval": "step"}
+        if self.critic is None:
+            return policy
+        trainable = [p for p in self.critic.parameters() if p.requires_grad]
+        critic = torch.optim.AdamW(decay_groups(trainable, self.cfg.weight_decay, self.cfg.decay_biases_and_norms),
+                                   lr=self.cfg.critic.lr)
+        return [policy, {"optimizer": critic}]
+
+    def _optimizers(self) -> tuple[Any, Any]:
+        """The policy's optimiser and the critic's (None without a critic)."""
+        opts = self.optimizers()
+        if isinstance(opts, list):
+            return opts[0], opts[1]
+        return opts, None
 
     def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
         return batch  # questions, not tensors: rollouts build their tensors on the policy's device
@@ -330,7 +365,7 @@ class RLLitModule(L.LightningModule):
                 data.sampler_logp = None  # nothing to correct: the sampler is the trainer
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
-        logs["train/lr"] = float(self.optimizers().param_groups[0]["lr"])
+        logs["train/lr"] = float(self._optimizers()[0].param_groups[0]["lr"])
         sched = self.lr_schedulers()
         if sched is not None:  # manual optimisation: Lightning leaves the stepping to us
             sched.step()
@@ -364,11 +399,33 @@ class RLLitModule(L.LightningModule):
             global_rewards=torch.tensor([t.reward if t.global_reward is None else t.global_reward for t in trajs]),
             n_turns=list(exp.n_turns),
         )
+        if self.critic is not None:
+            batch = TrainingBatch.of(trajs, exp.index, lambda ti, lm: torch.zeros(lm.shape),
+                                     self.policy.tokenizer.pad_token_id, self.cfg.max_len).to(self.policy.device)
+            return self._critic_advantages(batch, adv_in.global_rewards)
         per_turn = self.estimator(adv_in, **(self.cfg.advantage_kwargs or {}))
         batch = TrainingBatch.of(trajs, exp.index, lambda ti, lm: token_advantages(per_turn, ti, lm),
                                  self.policy.tokenizer.pad_token_id, self.cfg.max_len)
         # to the policy's device (a GPU run): the batch is built here, not by a data loader
         return batch.to(self.policy.device)
+
+    @torch.no_grad()
+    def _critic_advantages(self, batch: TrainingBatch, outcome: torch.Tensor) -> TrainingBatch:
+        """PPO: the critic's values at sampling time, GAE over the policy's tokens with the
+        trajectory-level reward on the last one (KG-R1's "w PPO" sets the turn rewards'
+        weight to 0), whitened over the batch as verl does."""
+        settings = self.cfg.critic
+        assert self.critic is not None and isinstance(settings, CriticSettings)
+        values = []
+        with self.policy.autocast(self.bf16):
+            for i in range(0, len(batch), self.cfg.mini_batch_size):
+                sl = slice(i, i + self.cfg.mini_batch_size)
+                values.append(self.critic(batch.input_ids[sl], batch.attention_mask[sl]).float())
+        batch.old_values = torch.cat(values) * batch.loss_mask
+        rewards = terminal_rewards(outcome.to(batch.loss_mask.device), batch.loss_mask)
+        adv, batch.returns = gae(rewards, batch.old_values, batch.loss_mask, settings.gamma, settings.lam)
+        batch.advantages = whiten(adv, batch.loss_mask) if settings.whiten else adv
+        return batch
 
     def _logp_chunks(self, data: TrainingBatch, fn) -> torch.Tensor:
         out = []
@@ -391,7 +448,7 @@ class RLLitModule(L.LightningModule):
         accumulate into one optimiser step (mini-batches then only bound memory).
         """
         cfg = self.cfg
-        opt = self.optimizers()
+        opt, critic_opt = self._optimizers()
         _, world = self._world
         n = 0 if data is None else len(data)
         size = max(1, -(-cfg.mini_batch_size // world))
@@ -409,7 +466,7 @@ class RLLitModule(L.LightningModule):
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(n)
             if cfg.on_policy:
-                opt.zero_grad()
+                self._zero_grad(opt, critic_opt)
             for j in range(steps):
                 idx = perm[j * size : (j + 1) * size]
                 mb = None if data is None or not len(idx) else data.rows(idx)
@@ -425,7 +482,7 @@ class RLLitModule(L.LightningModule):
                     continue  # no process has a token to learn from: no update anywhere
                 if units == 0 or mb is None:
                     # nothing here, but the gradient all-reduce needs this process: a zero loss
-                    loss, m = sum(p.sum() for p in self.policy.parameters()) * 0.0, {}
+                    loss, m = sum(p.sum() for p in self._trained_parameters()) * 0.0, {}
                 else:
                     # entropy is always logged; it needs a graph only when it is in the loss
                     with self.policy.autocast(self.bf16):
@@ -446,26 +503,51 @@ class RLLitModule(L.LightningModule):
                         entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm,
                         is_weights=is_weights)
                     m.update(gap)
+                    if self.critic is not None:
+                        # the critic's weights are its own: one backward of the sum trains both
+                        with self.policy.autocast(self.bf16):
+                            v = self.critic(mb.input_ids, mb.attention_mask).float()
+                        vf, vm = value_loss(v, mb.old_values, mb.returns, mb.loss_mask, cfg.critic.value_clip)
+                        loss = loss + vf
+                        m.update(vm)
                     m["loss"] = float(loss.detach())
                 if not cfg.on_policy:
-                    opt.zero_grad()
+                    self._zero_grad(opt, critic_opt)
                 # × world: the all-reduce averages; × units / total: this mini-batch's share
                 # (of the processes' combined mini-batch, or on-policy of the whole batch)
                 self.manual_backward(loss * (units * world / total))
                 if not cfg.on_policy:
-                    stepped = self._step(opt)
+                    stepped = self._step(opt, critic_opt)
                     if m:  # a process with no rows here steps too (the all-reduce), but logs nothing
                         m.update(stepped)
                 for k, v in m.items():
                     agg.setdefault(k, []).append(v)
             if cfg.on_policy and batch_units:
-                agg.setdefault("grad_norm", []).append(self._step(opt)["grad_norm"])
+                for k, v in self._step(opt, critic_opt).items():
+                    agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
 
-    def _step(self, opt) -> dict[str, float]:  # noqa: ANN001 - Lightning's optimizer wrapper
+    def _trained_parameters(self) -> Iterator[torch.nn.Parameter]:
+        yield from self.policy.parameters()
+        if self.critic is not None:
+            yield from (p for p in self.critic.parameters() if p.requires_grad)
+
+    @staticmethod
+    def _zero_grad(opt, critic_opt) -> None:  # noqa: ANN001 - Lightning's optimizer wrappers
+        opt.zero_grad()
+        if critic_opt is not None:
+            critic_opt.zero_grad()
+
+    def _step(self, opt, critic_opt=None) -> dict[str, float]:  # noqa: ANN001 - Lightning's optimizer wrappers
         grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), self.cfg.max_grad_norm)
         opt.step()
-        return {"grad_norm": float(grad_norm)}
+        out = {"grad_norm": float(grad_norm)}
+        if critic_opt is not None:
+            assert self.critic is not None
+            params = [p for p in self.critic.parameters() if p.requires_grad]
+            out["vf_grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm))
+            critic_opt.step()
+        return out
 
     def _reduce(self, value: float, op: str) -> float:
         return float(self.trainer.strategy.reduce(torch.tensor(float(value)), reduce_op=op))

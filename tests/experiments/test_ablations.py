@@ -25,6 +25,7 @@ CHANGES = {
     "kg_reasoner_no_backtracking": ("env.space.backtracking", False),
     "kbqa_r1_no_rrcg": ("env.space.gate.enabled", False),
     "kbqa_r1_no_rrs": ("cold_start.reference", "none"),
+    "kbqa_r1_single_turn": ("env.space.single_turn", True),
     "kbqa_r1_no_sft": ("sft.steps", 0),
     "kbqa_r1_no_grpo": ("rl.iterations", 0),
     "kbqa_r1_no_format_reward": ("reward.ablate", ["format"]),
@@ -36,7 +37,11 @@ CHANGES = {
     "knowcoder_a1_f05_reward": ("reward.components.2", None),
     "knowcoder_a1_f1_then_f05": ("reward.components.1.alias", "f1"),
     "knowcoder_a1_no_rl": ("rl.iterations", 0),
+    "knowcoder_a1_no_upsampling": ("cold_start.balance", None),
+    "kg_r1_ppo": ("objective.advantage", "gae"),
+    "kg_r1_hierarchical_retrieval": ("env.space.relation_format", "hierarchical"),
     "isp_dtpo_no_success_filter": ("rollout.prune", False),
+    "isp_dtpo_trajectory_level": ("rollout._target_", "kgreason.training.LinearExperience.build"),
     "isp_dtpo_error_filter": ("rollout.dedup_failures", True),
     "isp_dtpo_outcome_dominated": ("reward.weights", {"progress": 0.0, "outcome": 0.9}),
     "isp_dtpo_high_outcome": ("reward.weights", {"progress": 0.3, "outcome": 0.6}),
@@ -73,22 +78,28 @@ def test_every_row_composes_and_changes_what_the_paper_ablates(table):
         assert got == value and OmegaConf.select(full, key) != got, (row, key, got)
 
 
-#: the tables run in the default suite (the smallest, one tree and one linear method); the
-#: others run under `make test-all` (each smoke job costs 10-20 s: all seven, 33 jobs, would
-#: add about ten minutes to `make test`)
-DEFAULT_RUNS = {"kg_reasoner_table2", "isp_dtpo_rq2"}
-
-
-@pytest.mark.parametrize("table", [t if t in DEFAULT_RUNS else pytest.param(t, marks=pytest.mark.slow) for t in TABLES])
-def test_the_table_runs_at_smoke_size_into_one_results_table(table, tmp_path):
+def run_table(table: str, sweep_dir: Path, *overrides: str) -> None:
     method = method_of(table)
     p = subprocess.run([sys.executable, str(ROOT / "experiments" / "run.py"), "-m", f"method={method}", "preset=smoke",
-                        f"ablation={table}", "eval.untrained=false",
-                        "data.eval_limit=2", f"hydra.sweep.dir={tmp_path}"],
+                        f"ablation={table}", "eval.untrained=false", "data.eval_limit=2", *overrides,
+                        f"hydra.sweep.dir={sweep_dir}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
-    md = (tmp_path / "results.md").read_text(encoding="utf-8")
+    md = (sweep_dir / "results.md").read_text(encoding="utf-8")
     labels = {compose_config([f"method={method}", f"ablation_row={r}"]).row for r in rows_of(table)}
     lines = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| row ")]
     assert {line.split(" | ")[0][2:] for line in lines} == labels, md
     assert all(line.rstrip().endswith("| done |") for line in lines), md
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_the_table_runs_at_smoke_size_into_one_results_table(table, tmp_path):
+    """Every row of every table, each stage once (one SFT step, one RL iteration): about
+    5 s a row, 38 rows."""
+    run_table(table, tmp_path, "sft.steps=1", "rl.iterations=1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table", TABLES)
+def test_the_table_runs_the_whole_smoke_preset(table, tmp_path):
+    run_table(table, tmp_path)

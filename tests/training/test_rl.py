@@ -153,3 +153,45 @@ def test_warm_up_raises_the_rate_once_an_iteration_and_decay_spares_biases_and_n
     assert all(p.ndim >= 2 for p in groups[0]["params"]) and all(p.ndim == 1 for p in groups[1]["params"])
     norms = {id(p) for n, p in pol.model.named_parameters() if "norm" in n}
     assert norms and norms <= {id(p) for p in groups[1]["params"]}
+
+
+def test_ppo_with_a_critic_trains_both_and_its_advantages_are_whitened_gae():
+    """KG-R1's "w PPO" row: the critic's values give GAE advantages over the policy tokens,
+    and one backward of the summed losses trains the policy's adapters and the critic."""
+    from kgreason.rl import gae, terminal_rewards, whiten
+    from kgreason.types import KBQASample
+    from tests.training.ddp_rl_worker import FixedExperience
+
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    config = RLConfig(mini_batch_size=4, lr=1e-2, kl_coef=0.0, iterations=6, advantage="gae",
+                      critic={"lr": 1e-2, "value_clip": 10.0})
+    module = RLLitModule(policy, FixedExperience(), lambda: None, config)
+    before_pol = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    before_critic = {n: p.detach().clone() for n, p in module.critic.named_parameters() if p.requires_grad}
+    seen = []
+    make_batch = module.make_batch
+
+    def keep(exp):
+        batch = make_batch(exp)
+        seen.append(batch)
+        return batch
+
+    module.make_batch = keep
+    logged = []
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    module.log_dict = lambda d, **kw: logged.append(dict(d))  # noqa: ARG005 - the rows, as the loggers get them
+    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+    assert module.iteration == 6
+    first = seen[0]
+    expected, returns = gae(terminal_rewards(first.rewards, first.loss_mask), first.old_values, first.loss_mask)
+    assert torch.allclose(first.advantages, whiten(expected, first.loss_mask), atol=1e-5)
+    assert torch.allclose(first.returns, returns) and torch.equal(first.old_values, torch.zeros_like(first.old_values))
+    assert any(not torch.equal(p, before_pol[n]) for n, p in policy.model.named_parameters() if p.requires_grad)
+    assert any(not torch.equal(p, before_critic[n]) for n, p in module.critic.named_parameters() if p.requires_grad)
+    # the same trajectories every iteration: the critic fits their returns
+    vf = [row["train/vf_loss"] for row in logged]
+    assert vf[-1] < 0.5 * vf[0], vf
+    assert "critic.head.weight" in module.state_dict()  # checkpoints carry the critic

@@ -16,6 +16,10 @@ compares a closeness score of the node's result with the previous step's:
 Progress is +1 when the score beats the previous node's, 0 when it does not, −1 for an
 error, an empty result, an unparsable step, a repeated query or a node never seen.
 COUNT queries are scored on their un-counted entity set.
+
+The RQ1 baseline (§5.3, Figure 5) scores linear trajectories instead: ``dtpo_trajectory``
+averages the same node reward over the steps of one trajectory (its outcome is that
+trajectory's own F1), and GRPO groups N independent trajectories per question.
 """
 
 from __future__ import annotations
@@ -299,3 +303,60 @@ def dtpo_outcome_reward(trajectory: Trajectory, sample: KBQASample, **ctx: Any) 
     tree, node = _tree_ctx("dtpo_outcome", ctx)
     oc = _best_outcomes(tree)[node.id]
     return RewardOutput(oc if math.isfinite(oc) else 0.0)
+
+
+def linear_step_views(trajectory: Trajectory, space: Any, kb: KnowledgeBase) -> list[dict]:
+    """:func:`step_view` of each turn of a linear trajectory, for :class:`ProgressJudge`.
+
+    A turn keeps its actions, error and entity ids but not its query results, so a
+    ``<sparql>`` step's values are read again from the KB (the query as the env ran it,
+    prefixes expanded; a deterministic KB answers as it did).
+    """
+    views = []
+    for turn in trajectory.turns:
+        if turn.is_answer:
+            views.append({"kind": "answer", "error": turn.error})
+            continue
+        if not turn.actions:
+            views.append({"kind": "invalid", "error": turn.error or "invalid"})
+            continue
+        action = turn.actions[-1]
+        view: dict[str, Any] = {"kind": action.name, "error": turn.error}
+        if turn.error is None and action.name == "node":
+            view["values"] = list(turn.entities)
+        elif turn.error is None:
+            query = space.expand_query(action.args[0], kb)
+            try:
+                view.update(query=query, values=sorted({v.value for row in kb.select(query) for v in row.values()}))
+            except KBError as e:
+                view["error"] = type(e).__name__
+        views.append(view)
+    return views
+
+
+@register("dtpo_trajectory", action_space="isp_dtpo", rollout="linear")
+def dtpo_trajectory_reward(trajectory: Trajectory, sample: KBQASample, w_format: float = 0.1,
+                           w_progress: float = 0.6, w_outcome: float = 0.3, mode: str = "paper", max_hops: int = 3,
+                           **ctx: Any) -> RewardOutput:
+    """ISP/DTPO's RQ1 trajectory-level baseline (§5.3): the mean over a linear trajectory's
+    steps of the node reward ``w1·format + w2·progress + [format ≥ 0 and progress ≥ 0]·w3·F1``,
+    with the trajectory's own answer F1 as every step's outcome (the default weights are
+    the tree reward's, H.2).
+
+    Needs the env's action space and KB (``space=``, ``kb=``), which linear rollouts pass.
+    """
+    space, kb = ctx.get("space"), ctx.get("kb")
+    if space is None or kb is None or not hasattr(space, "expand_query"):
+        raise RewardError("reward 'dtpo_trajectory' scores ISP/DTPO steps: it needs the isp_dtpo action space and "
+                          "the KB (space=, kb=), which rollout=linear passes")
+    if not trajectory.turns:
+        return RewardOutput(0.0)
+    well_formed = message_format(ctx, one_think_one_command)
+    fmt = [1.0 if well_formed(t.text) else -1.0 for t in trajectory.turns]
+    progress = ProgressJudge(kb, sample, mode=mode, max_hops=max_hops).progress(linear_step_views(trajectory, space, kb))
+    outcome = outcome_f1(trajectory.answer, sample) if trajectory.answer_text is not None else 0.0
+    nodes = [w_format * f + w_progress * p + (w_outcome * outcome if f >= 0 and p >= 0 else 0.0)
+             for f, p in zip(fmt, progress, strict=True)]
+    return RewardOutput(sum(nodes) / len(nodes), components={"format": sum(fmt) / len(fmt),
+                                                             "progress": sum(progress) / len(progress),
+                                                             "outcome": outcome})

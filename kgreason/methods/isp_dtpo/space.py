@@ -183,6 +183,10 @@ class ISPActionSpace(ActionSpace):
     def _prefixes(self, kb: KnowledgeBase) -> dict[str, str]:
         return self.prefixes if self.prefixes is not None else {"ns": kb.schema.entity_ns}
 
+    def expand_query(self, query: str, kb: KnowledgeBase) -> str:
+        """A policy's ``<sparql>`` with its prefixed names written out, as it is executed."""
+        return expand_prefixes(query, self._prefixes(kb))
+
     def enumerate_patterns(self, nodes: Sequence[str], kb: KnowledgeBase) -> list[RelationPattern]:
         """Run the enumeration templates around ``nodes`` (one SPARQL query each)."""
         return enumerate_patterns(kb, nodes, self.templates, two_hop=self.two_hop, timeout_s=self.query_timeout_s)
@@ -219,7 +223,7 @@ class ISPActionSpace(ActionSpace):
                            relations=rels, entities=[n for n in nodes], kb_calls=calls)
 
     def _sparql(self, query: str, state: EpisodeState, kb: KnowledgeBase) -> Observation:
-        full = expand_prefixes(query, self._prefixes(kb))
+        full = self.expand_query(query, kb)
         truncated = False
         try:
             rows = kb.select(full, timeout_s=self.query_timeout_s)

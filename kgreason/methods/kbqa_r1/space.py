@@ -101,6 +101,20 @@ PROMPT = (
     "Question: {question}"
 )
 
+#: the "w/o Multi-turn" ablation (Table VI): every action in one message, no observation
+SINGLE_TURN_PROMPT = (
+    "You are an expert assistant for querying the knowledge base using structured reasoning actions.\n"
+    "Answer the given question about the knowledge base.\n"
+    "You MUST conduct reasoning inside <think>...</think> before emitting actions.\n"
+    "After reasoning, write ALL the actions that build the answer inside one <action>...</action> block, "
+    "one per line. They run in order, no result comes back, and the results of the last expression are "
+    "the final answer.\n"
+    "Available Actions:\n{actions}\n"
+    "Begin from the candidate entities detected in the question.\n"
+    "Candidate Entities: [ {entities} ]\n{types}"
+    "Question: {question}"
+)
+
 _ACTION_BLOCK = re.compile(r"<action>(.*?)(?:</action>|$)", re.S)
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*[;.]?\s*$", re.S)
 _ENTITY_ID = re.compile(r"^[A-Za-z0-9_][\w.:/\-#]*$")
@@ -110,6 +124,9 @@ _TIME = re.compile(r"^(?:NOW|\d{4}(?:-\d{2}(?:-\d{2})?)?)$", re.I)
 MAX_ACTION_CHARS = 4000
 #: actions run per turn (more are reported, not run)
 MAX_ACTIONS_PER_TURN = 4
+#: actions run in the single-turn ablation's one message (the longest gold sequences of
+#: WebQSP/CWQ/GrailQA are well under this)
+MAX_SINGLE_TURN_ACTIONS = 12
 ECHO_CHARS = 120
 
 
@@ -158,10 +175,13 @@ class KBQAR1State:
     Attributes:
         sexpr: the S-expressions built so far.
         members: expression number → the entity ids of its results (the gates' input).
+        results: expression number → every result value (the single-turn answer).
     """
 
     sexpr: SExprBuilder
     members: dict[int, list[str]] = field(default_factory=dict)
+    #: expression number → its result values as executed (ids, literals, or the count)
+    results: dict[int, list[str]] = field(default_factory=dict)
 
 
 @declare(ranks="relations", contexts=("flat",))
@@ -181,6 +201,9 @@ class KBQAR1ActionSpace(ActionSpace):
         max_members: results of an expression kept to find the relations around it.
         max_obs_tokens: budget of an observation's result list.
         query_timeout_s: per query.
+        single_turn: the paper's "w/o Multi-turn" ablation (Table VI): the policy writes
+            every action in its first message, they run without showing a result, and the
+            last expression's results are the answer (run it with ``env.max_turns=1``).
     """
 
     name = "kbqa_r1"
@@ -189,7 +212,8 @@ class KBQAR1ActionSpace(ActionSpace):
 
     def __init__(self, ranker: Ranker | None = None, gate: dict | None = None, actions: str | Sequence[str] = "all",
                  candidate_types: int = 5, max_results: int = 20, max_members: int = 50, max_obs_tokens: int = 512,
-                 count_tokens: TokenCounter = approx_tokens, query_timeout_s: float | None = 10.0):
+                 count_tokens: TokenCounter = approx_tokens, query_timeout_s: float | None = 10.0,
+                 single_turn: bool = False):
         if isinstance(actions, str):
             if actions not in ACTION_SUBSETS:
                 raise ValueError(f"actions={actions!r}: choose one of {sorted(ACTION_SUBSETS)} or a list of "
@@ -209,6 +233,7 @@ class KBQAR1ActionSpace(ActionSpace):
         self.max_obs_tokens = max_obs_tokens
         self.count_tokens = count_tokens
         self.query_timeout_s = query_timeout_s
+        self.single_turn = single_turn
 
     # --------------------------------------------------------------- prompt
     def instructions(self) -> str:
@@ -221,8 +246,9 @@ class KBQAR1ActionSpace(ActionSpace):
         if self.candidate_types and kb is not None and kb.classes():
             ranked = self._rank_types(sample.question, kb)
             types = f"Candidate Types: [ {', '.join(ranked)} ]\n"
-        text = PROMPT.format(actions=self.instructions(), entities=ents, types=types,
-                             question=sample.question.strip())
+        template = SINGLE_TURN_PROMPT if self.single_turn else PROMPT
+        text = template.format(actions=self.instructions(), entities=ents, types=types,
+                               question=sample.question.strip())
         return [{"role": "user", "content": text}]
 
     def _rank_types(self, question: str, kb: KnowledgeBase) -> list[str]:
@@ -239,6 +265,13 @@ class KBQAR1ActionSpace(ActionSpace):
 
     def last_turn_note(self) -> str:
         return "This is your last turn: give your final answer inside <answer>...</answer> now."
+
+    def answer_after_actions(self, state: EpisodeState) -> str | None:
+        """Single-turn: the current expression's results (empty when no action succeeded)."""
+        if not self.single_turn:
+            return None
+        st = state.of(KBQAR1State)
+        return " | ".join(st.results.get(st.sexpr.current, [])) if st.sexpr.current is not None else ""
 
     # ---------------------------------------------------------------- parse
     def format_ok(self, text: str) -> bool:
@@ -257,7 +290,7 @@ class KBQAR1ActionSpace(ActionSpace):
         if not lines:
             return ParseError(KBQA_FORMAT_ERROR, "The action block is empty.")
         actions = []
-        for line in lines[:MAX_ACTIONS_PER_TURN]:
+        for line in lines[: MAX_SINGLE_TURN_ACTIONS if self.single_turn else MAX_ACTIONS_PER_TURN]:
             f = _CALL.match(line)
             if not f:
                 return ParseError(KBQA_BAD_ARGUMENTS, f"Cannot read the action {_echo(line)!r}: write "
@@ -470,6 +503,7 @@ class KBQAR1ActionSpace(ActionSpace):
         head = f"expression{n}: {text}"
         if "count" in (rows[0] if rows else {}):
             value = rows[0]["count"].value
+            state.of(KBQAR1State).results[n] = [value]
             body = f"{head}\nCount: {value}"
             if note:
                 body = f"{note}\n{body}"
@@ -480,6 +514,7 @@ class KBQAR1ActionSpace(ActionSpace):
             return Observation(f"{note}\n{msg}" if note else msg, error=KBQA_EMPTY, kb_calls=calls)
         ids = [t.value for t in terms if t.is_entity]
         state.of(KBQAR1State).members[n] = ids[: self.max_members]
+        state.of(KBQAR1State).results[n] = [t.value for t in terms]
         names = kb.names(ids[: self.max_results]) if ids else {}
         calls += bool(ids)
         shown = []

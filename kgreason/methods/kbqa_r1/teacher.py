@@ -132,6 +132,14 @@ class ScriptedKBQAR1Teacher:
         # what is left to do: on the demo it then completes CVT constraints (three actions)
         # that it otherwise stops short of (docs/methods/kbqa_r1.md, Runs)
         later = [self._step(n, split_action_args(a)) for n, a in plan[1:]]
+        if getattr(env.action_space, "single_turn", False):
+            # the "w/o Multi-turn" ablation: the whole plan in one message, nothing observed
+            written = [f"{n}({', '.join(self._explore(n, split_action_args(a), rng))})" for n, a in plan]
+            thought = self._thought(plan[0][0], split_action_args(plan[0][1]), names)
+            if later:
+                thought += f" Then I {', then '.join(later)}."
+            env.step(f"<think>{thought}</think>\n<action>{chr(10).join(written)}</action>")
+            return
         for i, (name, args) in enumerate(plan):
             if env.done:
                 return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kgreason.errors import RewardError
 from kgreason.kb import CachedKB, OxigraphKB
 from kgreason.methods.isp_dtpo.rewards import ProgressJudge, isp_format, kb_distance, uncount
 from kgreason.rewards import Component, CompositeReward
@@ -143,3 +144,33 @@ def test_node_rewards_refuse_a_linear_trajectory():
 
     with pytest.raises(RewardError, match="rollout=tree"):
         get("dtpo_progress")(Trajectory(sample_id="q", prompt=[]), sample(["m.a"], LATEST))
+
+
+def test_trajectory_level_reward_averages_the_node_rewards_of_one_path(kb):
+    """RQ1's baseline on the path root → n1 → n2 → n4 of the tree above, as one linear
+    trajectory: its node rewards 0.4, 1.0, 0.4 (its own answer has F1 1) average to 0.6.
+    The path n1 → n3 (empty query) → a wrong answer B: 0.1 + 0 + 0 = 0.1, 0.1 − 0.6 = −0.5,
+    0.1 + 0 + 0 = 0.1, mean −0.1."""
+    from kgreason.methods.isp_dtpo import ISPActionSpace
+    from kgreason.rewards import get
+    from kgreason.types import Action, Turn
+
+    s = sample(["m.a"], LATEST)
+    space = ISPActionSpace()
+    node_turn = Turn("<think>t</think><node>m.s</node>", actions=[Action("node", ["m.s"])], entities=["m.s"])
+
+    def answered(turns, name, id_):
+        return Trajectory(sample_id="q", prompt=[], turns=turns, answer_text=name, answer=[Entity(id_, name)])
+
+    good = answered([node_turn, Turn(f"<think>t</think><sparql>{LATEST}</sparql>", actions=[Action("sparql", [LATEST])],
+                                     entities=["m.a"]),
+                     Turn("<think>t</think><answer>\\boxed{A}</answer>", is_answer=True)], "A", "m.a")
+    empty = q_films("?x ?p 1 .")
+    bad = answered([node_turn, Turn(f"<think>t</think><sparql>{empty}</sparql>", actions=[Action("sparql", [empty])],
+                                    error="ISP_EMPTY"),
+                    Turn("<think>t</think><answer>\\boxed{B}</answer>", is_answer=True)], "B", "m.b")
+    reward = get("dtpo_trajectory")
+    assert reward(good, s, space=space, kb=kb).total == pytest.approx(0.6)
+    assert reward(bad, s, space=space, kb=kb).total == pytest.approx(-0.1)
+    with pytest.raises(RewardError, match="rollout=linear passes"):
+        reward(good, s)

@@ -225,3 +225,37 @@ def test_actions_on_every_backend(any_kb, kenya):
 def test_reference_actions_refuse_what_they_cannot_build():
     with pytest.raises(SExprError):
         reference_actions("(JOIN a.b.c (OR m.1 m.2))")
+
+
+def test_single_turn_answers_with_the_last_expression_of_one_message(demo_oxigraph, questions):
+    """The "w/o Multi-turn" ablation: every gold action in the first message, no
+    observation, the last expression's results as the answer — F1 1 wherever the
+    multi-turn replay answers (all but the counts of nothing)."""
+    scores = Counter()
+    for s in questions:
+        env = env_for(demo_oxigraph, max_turns=1, single_turn=True)
+        assert "ALL the actions" in env.reset(s)[-1]["content"]
+        r = env.step(act(*reference_actions(s.sexpr)))
+        assert r.done and not r.forced and r.observation == "" and len(r.actions) == len(reference_actions(s.sexpr))
+        scores[s.meta["qtype"] if f1(r.answer, s.answers) == 1.0 else "missed"] += 1
+    assert scores["missed"] <= scores["count"] // 4 + 1, scores
+    assert {"1-hop", "cvt", "time", "superlative", "comparison"} <= set(scores), scores
+
+
+def test_single_turn_with_a_failed_last_action_answers_the_expression_before_it(demo_oxigraph, kenya):
+    env = env_for(demo_oxigraph, max_turns=1, single_turn=True)
+    env.reset(kenya)
+    kenya_id = kenya.topic_entities[0].id
+    r = env.step(act(f"Find_relation({kenya_id}, (R location.country.capital))", "Count(expression9)"))
+    assert r.done and r.error == KBQA_BAD_EXPRESSION
+    assert f1(r.answer, kenya.answers) == 1.0
+    env.reset(kenya)
+    r = env.step("<think>no idea</think><action>Nonsense(</action>")
+    assert r.done and r.forced and r.answer == []  # unreadable: the turn limit ends it unanswered
+
+
+def test_multi_turn_spaces_never_answer_by_their_actions(demo_oxigraph, kenya):
+    env = env_for(demo_oxigraph)
+    env.reset(kenya)
+    r = env.step(act(f"Find_relation({kenya.topic_entities[0].id}, (R location.country.capital))"))
+    assert not r.done and "Nairobi" in r.observation
