@@ -54,6 +54,10 @@ class RLConfig:
 
     ppo_epochs: int = 1
     mini_batch_size: int = 8
+    #: rows of one forward/backward pass in each process; a mini-batch's passes accumulate
+    #: into its one optimiser step (verl's ``ppo_micro_batch_size_per_gpu``). None: the
+    #: process's whole share of the mini-batch in one pass. Bounds activation memory only
+    micro_batch_size: int | None = None
     clip_low: float = 0.2
     clip_high: float | None = None
     #: one optimiser step per batch (its mini-batches' gradients accumulated), so the ratio
@@ -103,6 +107,9 @@ class RLConfig:
     critic: CriticSettings | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        if self.micro_batch_size is not None and self.micro_batch_size < 1:
+            raise ValueError(f"objective.micro_batch_size must be a positive number of rows or null, "
+                             f"got {self.micro_batch_size}")
         if isinstance(self.critic, Mapping):
             self.critic = CriticSettings(**self.critic)
         if (self.critic is not None) != (self.advantage == "gae"):
@@ -446,12 +453,16 @@ class RLLitModule(L.LightningModule):
         averaged gradient is that of the combined mini-batch. ``on_policy``: the
         mini-batches' gradients, each weighted by its share of the whole batch's units,
         accumulate into one optimiser step (mini-batches then only bound memory).
+        ``micro_batch_size`` splits each process's share of a mini-batch into passes of
+        that many rows, each weighted by its share of the units, before the step.
         """
         cfg = self.cfg
         opt, critic_opt = self._optimizers()
         _, world = self._world
         n = 0 if data is None else len(data)
         size = max(1, -(-cfg.mini_batch_size // world))
+        micro = min(size, cfg.micro_batch_size or size)
+        chunks = -(-size // micro)
         steps = -(-n // size)
         if world > 1:
             steps = int(self._reduce(steps, "max"))
@@ -476,56 +487,72 @@ class RLLitModule(L.LightningModule):
                 elif world > 1:
                     units = aggregation_units(cfg.agg, mb.loss_mask) if mb is not None else 0.0
                     total = self._reduce(units, "sum")
-                else:  # one process: any aggregation, registered or not, weight 1
+                elif chunks > 1:
+                    units = total = aggregation_units(cfg.agg, mb.loss_mask) if mb is not None else 0.0
+                else:  # one process, one pass: any aggregation, registered or not, weight 1
                     units = total = float(mb.loss_mask.sum()) if mb is not None else 0.0
                 if total == 0:
                     continue  # no process has a token to learn from: no update anywhere
-                if units == 0 or mb is None:
-                    # nothing here, but the gradient all-reduce needs this process: a zero loss
-                    loss, m = sum(p.sum() for p in self._trained_parameters()) * 0.0, {}
-                else:
-                    # entropy is always logged; it needs a graph only when it is in the loss
-                    with self.policy.autocast(self.bf16):
-                        logp, ent = self.policy.token_logprobs(mb.input_ids, mb.attention_mask,
-                                                               with_entropy=True, entropy_grad=cfg.entropy_coef > 0,
-                                                               from_pos=first_loss_position(mb.loss_mask),
-                                                               loss_mask=mb.loss_mask, **self._temperature)
-                    behaviour = mb.old_logp if mb.old_logp is not None else logp.detach()
-                    is_weights, gap = None, {}
-                    if mb.sampler_logp is not None:  # an engine with other kernels or precision sampled
-                        gap = sampler_mismatch(behaviour, mb.sampler_logp, mb.loss_mask, cfg.clip_low, cfg.clip_high)
-                        if cfg.tis_cap is not None:
-                            is_weights = truncated_is_weights(behaviour, mb.sampler_logp, cfg.tis_cap)
-                    loss, m = policy_loss(
-                        logp, behaviour, mb.advantages, mb.loss_mask,
-                        clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
-                        ref_logp=mb.ref_logp, kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
-                        entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm,
-                        is_weights=is_weights)
-                    m.update(gap)
-                    if self.critic is not None:
-                        # the critic's weights are its own: one backward of the sum trains both
-                        with self.policy.autocast(self.bf16):
-                            v = self.critic(mb.input_ids, mb.attention_mask).float()
-                        vf, vm = value_loss(v, mb.old_values, mb.returns, mb.loss_mask, cfg.critic.value_clip)
-                        loss = loss + vf
-                        m.update(vm)
-                    m["loss"] = float(loss.detach())
                 if not cfg.on_policy:
                     self._zero_grad(opt, critic_opt)
-                # × world: the all-reduce averages; × units / total: this mini-batch's share
-                # (of the processes' combined mini-batch, or on-policy of the whole batch)
-                self.manual_backward(loss * (units * world / total))
-                if not cfg.on_policy:
-                    stepped = self._step(opt, critic_opt)
-                    if m:  # a process with no rows here steps too (the all-reduce), but logs nothing
-                        m.update(stepped)
-                for k, v in m.items():
-                    agg.setdefault(k, []).append(v)
+                # micro-batches: the mini-batch's gradient accumulated over passes of `micro`
+                # rows; every process makes the same number of passes (the all-reduces meet)
+                for c in range(chunks):
+                    part = mb if chunks == 1 or mb is None else (
+                        mb.rows(torch.arange(c * micro, min((c + 1) * micro, len(mb)))) if c * micro < len(mb) else None)
+                    part_units = units if chunks == 1 else (
+                        aggregation_units(cfg.agg, part.loss_mask) if part is not None else 0.0)
+                    if part_units == 0 or part is None:
+                        # nothing here, but the gradient all-reduce needs this process: a zero loss
+                        loss, m = sum(p.sum() for p in self._trained_parameters()) * 0.0, {}
+                    else:
+                        loss, m = self._loss(part)
+                    # × world: the all-reduce averages; × units / total: this pass's share (of the
+                    # processes' combined mini-batch, or on-policy of the whole batch)
+                    self.manual_backward(loss * (part_units * world / total))
+                    if not cfg.on_policy and c == chunks - 1:
+                        stepped = self._step(opt, critic_opt)
+                        if m:  # a process with no rows here steps too (the all-reduce), but logs nothing
+                            m.update(stepped)
+                    for k, v in m.items():
+                        agg.setdefault(k, []).append(v)
             if cfg.on_policy and batch_units:
                 for k, v in self._step(opt, critic_opt).items():
                     agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
+
+    def _loss(self, mb: TrainingBatch) -> tuple[torch.Tensor, dict[str, float]]:
+        """The objective on the rows ``mb`` (the policy's clipped surrogate, KL and entropy
+        terms, and the critic's value loss when there is one) and its metrics."""
+        cfg = self.cfg
+        # entropy is always logged; it needs a graph only when it is in the loss
+        with self.policy.autocast(self.bf16):
+            logp, ent = self.policy.token_logprobs(mb.input_ids, mb.attention_mask,
+                                                   with_entropy=True, entropy_grad=cfg.entropy_coef > 0,
+                                                   from_pos=first_loss_position(mb.loss_mask),
+                                                   loss_mask=mb.loss_mask, **self._temperature)
+        behaviour = mb.old_logp if mb.old_logp is not None else logp.detach()
+        is_weights, gap = None, {}
+        if mb.sampler_logp is not None:  # an engine with other kernels or precision sampled
+            gap = sampler_mismatch(behaviour, mb.sampler_logp, mb.loss_mask, cfg.clip_low, cfg.clip_high)
+            if cfg.tis_cap is not None:
+                is_weights = truncated_is_weights(behaviour, mb.sampler_logp, cfg.tis_cap)
+        loss, m = policy_loss(
+            logp, behaviour, mb.advantages, mb.loss_mask,
+            clip_low=cfg.clip_low, clip_high=cfg.clip_high, on_policy=cfg.on_policy,
+            ref_logp=mb.ref_logp, kl_coef=cfg.kl_coef, kl_estimator=cfg.kl_estimator,
+            entropy=ent, entropy_coef=cfg.entropy_coef, agg=cfg.agg, norm=cfg.agg_norm,
+            is_weights=is_weights)
+        m.update(gap)
+        if self.critic is not None:
+            # the critic's weights are its own: one backward of the sum trains both
+            with self.policy.autocast(self.bf16):
+                v = self.critic(mb.input_ids, mb.attention_mask).float()
+            vf, vm = value_loss(v, mb.old_values, mb.returns, mb.loss_mask, cfg.critic.value_clip)
+            loss = loss + vf
+            m.update(vm)
+        m["loss"] = float(loss.detach())
+        return loss, m
 
     def _trained_parameters(self) -> Iterator[torch.nn.Parameter]:
         yield from self.policy.parameters()

@@ -69,7 +69,8 @@ class FixedExperience:
         return Experience(samples, index, n_turns, samples)
 
 
-CASES = ("all", "masked:q1,q2", "none:q1,q2")
+#: "micro": all rows, in passes of one row per process (micro_batch_size=1)
+CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro")
 
 
 def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
@@ -77,8 +78,9 @@ def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
     questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(8)]
     # mini_batch_size counts rows over all processes: one update per epoch here, as in one process
-    config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2)
-    module = RLLitModule(policy, FixedExperience(None if case == "all" else case), lambda: None, config)
+    config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2,
+                      micro_batch_size=1 if case == "micro" else None)
+    module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro") else case), lambda: None, config)
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)

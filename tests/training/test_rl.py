@@ -195,3 +195,42 @@ def test_ppo_with_a_critic_trains_both_and_its_advantages_are_whitened_gae():
     vf = [row["train/vf_loss"] for row in logged]
     assert vf[-1] < 0.5 * vf[0], vf
     assert "critic.head.weight" in module.state_dict()  # checkpoints carry the critic
+
+
+@pytest.mark.parametrize("agg", ["token_mean", "seq_mean_token_mean"])
+def test_micro_batches_accumulate_to_the_whole_mini_batchs_step(agg):
+    """Passes of 1 or 3 rows give the gradient (and so the step) of one pass over the 4-row
+    mini-batch: each pass is weighted by its share of the aggregation's units. Gradients are
+    compared, not only the weights: Adam's first step is lr·sign(g), blind to a scale error."""
+    from kgreason.types import KBQASample
+    from tests.training.ddp_rl_worker import FixedExperience
+
+    def train(micro):
+        torch.manual_seed(0)
+        policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+        config = RLConfig(mini_batch_size=4, micro_batch_size=micro, lr=1e-2, kl_coef=0.01, agg=agg, iterations=1)
+        module = RLLitModule(policy, FixedExperience(), lambda: None, config)
+        grads: list[dict[str, torch.Tensor]] = []
+        step = module._step
+
+        def record(*args):
+            grads.append({n: p.grad.clone() for n, p in policy.model.named_parameters() if p.requires_grad})
+            return step(*args)
+
+        module._step = record
+        trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False)
+        questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
+        trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+        return grads
+
+    (whole,) = train(None)
+    assert any(g.abs().sum() > 0 for g in whole.values())
+    for micro in (1, 3):
+        (split,) = train(micro)
+        assert all(torch.allclose(whole[k], split[k], atol=1e-6, rtol=1e-4) for k in whole), micro
+
+
+def test_a_micro_batch_of_no_rows_is_refused():
+    with pytest.raises(ValueError, match="micro_batch_size must be a positive number"):
+        RLConfig(micro_batch_size=0)
