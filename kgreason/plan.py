@@ -317,7 +317,8 @@ def workload(cfg: Any, shape: ModelShape, devices: int) -> Workload:
     prompt = int(cfg.get("hardware", {}).get("prompt_tokens") or 512)
     seq = prompt + response + (turns - 1) * int(cfg.env.max_obs_tokens)
     obj = cfg.objective
-    rows = int(obj.get("micro_batch_size") or math.ceil(int(obj.mini_batch_size) / devices))
+    share = math.ceil(int(obj.mini_batch_size) / devices)  # a process's rows of a mini-batch
+    rows = min(share, int(obj.get("micro_batch_size") or share))
     group = int(cfg.rollout.n_rollouts)
     rollout = math.ceil(int(cfg.curriculum.batch_size) * group / devices)
     return Workload(trainable=trainable, reference=bool(obj.kl_coef) and not lora, critic=obj.get("critic") is not None,

@@ -284,12 +284,17 @@ def test_tensorboard_and_offline_wandb_loggers_beside_the_csv(tmp_path):
     assert f"| {wb.name} | 0." in (tmp_path / "results.md").read_text()
 
 
-def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path):
+@pytest.mark.parametrize("kb", ["demo", "shared_oxigraph"])
+def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path, kb):
     out = tmp_path / "ddp"
     p = run("method=kg_r1", "preset=smoke", "trainer=ddp", "trainer.devices=2", "eval.untrained=false",
-            f"hydra.run.dir={out}")
+            f"kb={kb}", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in p.stdout + p.stderr + (out / "train_ddp_process_1.log").read_text()
+    second = (out / "train_ddp_process_1.log").read_text()
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in p.stdout + p.stderr + second
+    if kb == "shared_oxigraph":  # one server: the first process serves it, the second connects
+        first = (out / "run.log").read_text()
+        assert "KB: serving demo at" in first and "KB: connected to the run's server at" in second
     rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["stage"] == "train"]
     # 2 iterations × 2 questions × N=2, the two processes' rows appended whole to one file
