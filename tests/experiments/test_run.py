@@ -322,3 +322,28 @@ def test_epochs_set_the_cold_start_steps_and_the_rl_iterations(tmp_path):
     assert max(sft_steps) + 1 == 2 * batches
     iterations = [r for r in csv.DictReader((out / "rl" / "metrics.csv").open()) if r.get("train/iteration")]
     assert [int(float(r["train/iteration"])) for r in iterations] == [0, 1]
+
+
+@pytest.mark.slow
+def test_two_nodes_started_by_torchrun_train_as_one_run(tmp_path):
+    """Multi-node as Lightning runs it under torchrun, simulated with two "nodes" on
+    127.0.0.1 (docs/scale.md): each node's process plays its share, rank 0 evaluates."""
+    from kgreason.kb.servers import free_port
+
+    out, port = tmp_path / "two_nodes", free_port()
+
+    def node(rank: int) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+             "--node-rank", str(rank), "--master-addr", "127.0.0.1", "--master-port", str(port),
+             str(ROOT / "experiments" / "run.py"), "method=kg_r1", "preset=smoke", "trainer=ddp", "trainer.devices=1",
+             "trainer.num_nodes=2", "eval.untrained=false", f"hydra.run.dir={out}"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    second, first = node(1), node(0)
+    logs = [p.communicate(timeout=900)[0] for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, [log[-2000:] for log in logs]
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in logs[1]
+    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert len([r for r in rows if r["stage"] == "train"]) == 8  # 2 iterations × 2 questions × N=2, from both nodes
+    assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4
