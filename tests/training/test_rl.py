@@ -234,3 +234,45 @@ def test_micro_batches_accumulate_to_the_whole_mini_batchs_step(agg):
 def test_a_micro_batch_of_no_rows_is_refused():
     with pytest.raises(ValueError, match="micro_batch_size must be a positive number"):
         RLConfig(micro_batch_size=0)
+
+
+def test_a_ppo_run_resumed_from_its_checkpoint_ends_as_an_uninterrupted_one(tmp_path):
+    """The critic and its optimiser state are in Lightning's checkpoint: a run of two
+    iterations saves one after the first, and a new module resumed from it ends with the
+    same policy adapters and critic as the run itself."""
+    from kgreason.types import KBQASample
+    from tests.training.ddp_rl_worker import FixedExperience
+
+    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
+    ckpt = tmp_path / "first.ckpt"
+
+    class SaveFirst(L.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if batch_idx == 0:
+                trainer.save_checkpoint(ckpt)
+
+    def module():
+        torch.manual_seed(0)
+        policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+        return RLLitModule(policy, FixedExperience(), lambda: None,
+                           RLConfig(mini_batch_size=2, lr=1e-2, kl_coef=0.0, iterations=2, advantage="gae",
+                                    critic={"lr": 1e-2}))
+
+    def fit(m, start=0, resume=None, callbacks=()):
+        trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False, callbacks=list(callbacks))
+        trainer.fit(m, DataLoader(UniformStream(questions, batch_size=2, start=start), batch_size=None),
+                    ckpt_path=resume)
+
+    def weights(m):
+        return {k: v.detach().clone() for k, v in m.state_dict().items() if "lora_" in k or k.startswith("critic.")}
+
+    whole = module()
+    fit(whole, callbacks=[SaveFirst()])
+    resumed = module()
+    fit(resumed, start=1, resume=str(ckpt))
+    assert whole.iteration == resumed.iteration == 2
+    a, b = weights(whole), weights(resumed)
+    assert "critic.head.weight" in a and a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
