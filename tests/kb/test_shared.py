@@ -33,7 +33,8 @@ def child() -> dict:
 
 @pytest.fixture
 def owner(monkeypatch):
-    monkeypatch.delenv(shared.SHARED_KB_ENV, raising=False)
+    # set, not deleted: monkeypatch then restores the variable the owner publishes into
+    monkeypatch.setenv(shared.SHARED_KB_ENV, "{}")
     monkeypatch.setattr(shared, "_OWNED", {})
     try:
         kb = shared.shared_oxigraph_kb(timeout_s=5.0)
@@ -64,6 +65,12 @@ def test_a_dead_server_is_a_typed_error_elsewhere_and_the_owner_restarts_it(owne
 def test_a_missing_file_is_named(monkeypatch, tmp_path):
     from kgreason.errors import DatasetError
 
-    monkeypatch.delenv(shared.SHARED_KB_ENV, raising=False)
+    monkeypatch.setenv(shared.SHARED_KB_ENV, "{}")
     with pytest.raises(DatasetError, match="nope.nt"):
         shared.shared_oxigraph_kb(tmp_path / "nope.nt")
+
+
+def test_the_published_url_does_not_outlive_the_tests_that_set_it():
+    import os
+
+    assert shared.SHARED_KB_ENV not in os.environ  # runs after the tests above (file order)
