@@ -80,8 +80,10 @@ class ValueModel(nn.Module):
             layers = list(range(n - lora.top_layers, n)) if lora.top_layers else None
             with warnings.catch_warnings():  # peft reads a property transformers 5 deprecated
                 warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+                # the decoder's layers are ``layers.N`` (no ``model.`` prefix): peft needs the pattern named
                 config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                                    target_modules=list(lora.target_modules), layers_to_transform=layers)
+                                    target_modules=list(lora.target_modules), layers_to_transform=layers,
+                                    layers_pattern="layers" if layers else None)
                 backbone = get_peft_model(backbone, config)
         else:
             backbone.requires_grad_(True)

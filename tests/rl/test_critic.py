@@ -50,9 +50,10 @@ def test_value_loss_takes_the_larger_of_the_clipped_and_unclipped_errors():
     assert loss_masked.item() == pytest.approx(0.5 * 0.5625)
 
 
-def test_value_model_from_a_lora_policy_trains_only_its_adapters_and_head():
+@pytest.mark.parametrize("top_layers", [None, 1], ids=["all-layers", "top-layer"])
+def test_value_model_from_a_lora_policy_trains_only_its_adapters_and_head(top_layers):
     torch.manual_seed(0)
-    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, top_layers=top_layers))
     with torch.no_grad():  # an SFT-moved adapter: the critic starts from the merged weights
         for n, p in policy.model.named_parameters():
             if "lora_B" in n:
@@ -60,6 +61,8 @@ def test_value_model_from_a_lora_policy_trains_only_its_adapters_and_head():
     critic = ValueModel.from_policy(policy)
     trainable = {n for n, p in critic.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n or n.startswith("head.") for n in trainable)
+    adapted = {n.split(".layers.")[1].split(".")[0] for n in trainable if "lora_" in n}
+    assert adapted == ({"1"} if top_layers else {"0", "1"})  # the policy's layers (the demo preset: its top 12)
     ids = torch.randint(5, 300, (2, 7))
     v = critic(ids, torch.ones_like(ids))
     assert v.shape == (2, 7) and torch.equal(v, torch.zeros(2, 7))  # a zero head
