@@ -373,17 +373,12 @@ class KGEnv:
         # this runs on every turn (env overhead target): one action is the common case
         if len(parsed) == 1:
             o = space.execute(parsed[0], self.state)
-            final = space.answer_after_actions(self.state)
-            if final is not None:
-                return self._answered_by_actions(final, parsed, [o])
             # the Observation is this step's own: its lists need no copy
-            return StepResult(space.format_observation([o]), False, error=o.error,
-                              errors=(o.error,) if o.error else (), actions=parsed, kb_calls=o.kb_calls,
-                              entities=o.entities, relations=o.relations, payloads=(o.payload,))
+            return self._after_actions(StepResult(
+                space.format_observation([o]), False, error=o.error, errors=(o.error,) if o.error else (),
+                actions=parsed, kb_calls=o.kb_calls, entities=o.entities, relations=o.relations,
+                payloads=(o.payload,)))
         observations = [space.execute(a, self.state) for a in parsed]
-        final = space.answer_after_actions(self.state)
-        if final is not None:
-            return self._answered_by_actions(final, parsed, observations)
         errors: list[str] = []
         entities: list[str] = []
         relations: list[str] = []
@@ -394,19 +389,22 @@ class KGEnv:
             entities += o.entities
             relations += o.relations
             kb_calls += o.kb_calls
-        return StepResult(space.format_observation(observations), False, error=errors[0] if errors else None,
-                          errors=errors, actions=parsed, kb_calls=kb_calls, entities=entities,
-                          relations=relations, payloads=[o.payload for o in observations])
+        return self._after_actions(StepResult(
+            space.format_observation(observations), False, error=errors[0] if errors else None, errors=errors,
+            actions=parsed, kb_calls=kb_calls, entities=entities, relations=relations,
+            payloads=[o.payload for o in observations]))
 
-    def _answered_by_actions(self, answer: str, actions: list[Action], observations: list[Observation]) -> StepResult:
-        """The episode's end when the space reads the answer off its actions' results."""
+    def _after_actions(self, result: StepResult) -> StepResult:
+        """``result``, or the episode's end when the space reads the answer off its actions'
+        results (:meth:`ActionSpace.answer_after_actions`)."""
+        assert self.state is not None
+        answer = self.action_space.answer_after_actions(self.state)
+        if answer is None:
+            return result
         resolved, failure = self._resolve(answer)
-        errors = [o.error for o in observations if o.error] + ([failure] if failure else [])
-        return StepResult("", True, answer_text=answer, answer=resolved, error=errors[0] if errors else None,
-                          errors=errors, actions=actions, kb_calls=sum(o.kb_calls for o in observations),
-                          entities=[e for o in observations for e in o.entities],
-                          relations=[r for o in observations for r in o.relations],
-                          payloads=[o.payload for o in observations])
+        errors = [*result.errors, *([failure] if failure else [])]
+        return replace(result, observation="", done=True, answer_text=answer, answer=resolved,
+                       error=errors[0] if errors else None, errors=errors)
 
     # ------------------------------------------------------------ answers
     def resolve(self, answer_text: str) -> list[Entity]:
