@@ -299,12 +299,37 @@ def main(cfg: DictConfig) -> dict[str, Any]:
     return results
 
 
+def split_record(cfg: DictConfig) -> dict[str, str] | None:
+    """What ``results.json`` records of the run's splits, their roles
+    (:mod:`kgreason.data.roles`) included; a sweep that would tune on the report split is
+    refused here, before anything loads.
+
+    Raises:
+        ConfigError: a sweep varies a tuned value and evaluates on the report split
+            (:func:`~kgreason.data.roles.check_report_sweep`).
+    """
+    from kgreason.data.roles import check_report_sweep, eval_role
+
+    data = cfg.get("data") or {}
+    if "name" not in data:
+        return None
+    name, train, evaluated = str(data.name), str(data.get("train_split")), str(data.get("eval_split"))
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        check_report_sweep(name, evaluated, swept_keys(sys.argv[1:], HydraConfig.get().sweeper.get("params")))
+    role = eval_role(name, evaluated)
+    if role in ("report", "covers report") and cfg.stage in ("all", "eval"):
+        log.warning("evaluating on %r, the report split of %r: a figure to report, not to choose settings by "
+                    "(docs/data.md#three-splits)", evaluated, name)
+    return {"dataset": name, "train": train, "eval": evaluated, "eval_role": role}
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Every stage the config asks for, in one process; the results ``main`` returns."""
     out = Path(HydraConfig.get().runtime.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     validate_config(cfg)
+    split = split_record(cfg)
     quiet()
     import lightning as L
     from lightning.fabric.utilities.rank_zero import rank_zero_only
@@ -321,6 +346,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # script again; they train their share and leave evaluation and results to the first
     lead = rank_zero_only.rank == 0
     results: dict[str, Any] = {"output_dir": str(out)}
+    if split:
+        results["split"] = split
     with cost.stage("start"):
         p = build_parts(cfg)
         check_questions(p, cfg, results)
@@ -388,6 +415,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # what a reader needs to tell two runs apart: the method, the preset, and the KB and questions
     what = " ".join(f"{g}={choices.get(g)}" for g in ("method", "preset", "kb", "data"))
     md = [f"# Results: {what}"]
+    if split:
+        md.append(f"Evaluated on split `{split['eval']}` (role: **{split['eval_role']}**) of `{split['dataset']}`; "
+                  f"trained on `{split['train']}`.")
     md += [r.markdown(k) for k, r in reports.items()]
     md.append(cost.markdown())
     (out / "results.md").write_text("\n\n".join(md) + "\n")
@@ -454,6 +484,38 @@ def sweep_jobs(overrides: list[str], limit: int = MAX_CHECKED_JOBS) -> list[list
     return [list(job) for job in itertools.islice(itertools.product(*axes), limit)]
 
 
+def config_dirs(argv: list[str]) -> list[str]:
+    """The folders ``--config-dir``/``-cd`` add to Hydra's config search path.
+
+    >>> config_dirs(["-cd", "mine", "method=kg_r1", "--config-dir=theirs"])
+    ['mine', 'theirs']
+    """
+    out = []
+    for i, a in enumerate(argv):
+        if a in ("--config-dir", "-cd") and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--config-dir="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def swept_keys(argv: list[str], sweeper_params: Any = None) -> set[str]:
+    """The keys a ``-m`` sweep varies: the command line's sweeps and ``hydra.sweeper.params``
+    (an ``ablation`` config's rows).
+
+    >>> sorted(swept_keys(["-m", "method=kg_r1", "reward=f1,em", "seed=range(2)"], {"ablation_row": "a,b"}))
+    ['ablation_row', 'reward', 'seed']
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = command_overrides(argv)
+    keys = set(sweeper_params or {})
+    if parsed is not None:
+        keys |= {o.get_key_element().lstrip("+~") for o in OverridesParser.create().parse_overrides(parsed[0])
+                 if o.is_sweep_override()}
+    return keys
+
+
 def _precheck(argv: list[str]) -> None:
     """Answer a bad override before Hydra and the heavy imports: a single run, ``--cfg job``
     and every job of a ``-m`` sweep (each job named in the message)."""
@@ -466,9 +528,18 @@ def _precheck(argv: list[str]) -> None:
     except Exception as e:  # the sweep syntax itself: Hydra says it best, when it parses the line
         log.debug("sweep not expanded for the precheck: %s", e)
         return
+    swept = swept_keys(argv) if multirun else set()
+    # a user's own configs (--config-dir) are searched as Hydra will search them
+    extra = [f"hydra.searchpath=[{','.join('file://' + str(Path(d).resolve()) for d in dirs)}]"] if (
+        dirs := config_dirs(argv)) else []
     for job in jobs:
         try:
-            validate_config(check_overrides(job))
+            cfg = check_overrides([*job, *extra])
+            validate_config(cfg)
+            if swept and "name" in (cfg.get("data") or {}):
+                from kgreason.data.roles import check_report_sweep
+
+                check_report_sweep(str(cfg.data.name), str(cfg.data.eval_split), swept)
         except ConfigError as e:
             where = f" (sweep job {' '.join(job)})" if multirun else ""
             sys.exit(f"ConfigError{where}: {e}")

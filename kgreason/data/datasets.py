@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from kgreason.data.roles import METAQA_SHARES, SplitRoles, partition
 from kgreason.errors import DatasetError
 from kgreason.registry import Registry
 from kgreason.types import Entity, KBQASample
@@ -22,8 +23,8 @@ Loader = Callable[..., list[KBQASample]]
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
-def register_dataset(name: str, *, schema: str | None = None,
-                     gold: tuple[str, ...] | None = None) -> Callable[[Loader], Loader]:
+def register_dataset(name: str, *, schema: str | None = None, gold: tuple[str, ...] | None = None,
+                     splits: SplitRoles | None = None) -> Callable[[Loader], Loader]:
     """Decorator: register a loader ``(path, split=..., **kw) -> list[KBQASample]`` as ``name``.
 
     Args:
@@ -31,11 +32,12 @@ def register_dataset(name: str, *, schema: str | None = None,
             ``wikidata``); a KB of another schema cannot answer them.
         gold: the gold fields its questions carry (``sexpr``, ``sparql``,
             ``relation_path``), what a cold start may need.
+        splits: which of its splits is train, tune and report (:mod:`kgreason.data.roles`).
 
     Raises:
         RegistryError: ``name`` already names another loader.
     """
-    return DATASETS.register(name, schema=schema, gold=gold)  # type: ignore[return-value]
+    return DATASETS.register(name, schema=schema, gold=gold, splits=splits)  # type: ignore[return-value]
 
 
 def load_dataset(name: str, path: str | Path | None = None, split: str = "dev",
@@ -157,7 +159,7 @@ def _jsonl_entities(value: Any, where: str) -> list[Entity]:
     return out
 
 
-@register_dataset("jsonl")
+@register_dataset("jsonl", splits=SplitRoles("train", "dev", "test", covering=("all",)))
 def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KBQASample]:
     """One's own questions: JSON lines (or a JSON list) of records (``data=jsonl``).
 
@@ -217,7 +219,8 @@ def load_jsonl(path: str | Path | None, split: str = "all", **_: Any) -> list[KB
 
 
 # ---------------------------------------------------------------------- demo
-@register_dataset("demo", schema="freebase", gold=("sexpr", "sparql", "relation_path"))
+@register_dataset("demo", schema="freebase", gold=("sexpr", "sparql", "relation_path"),
+                  splits=SplitRoles("train", "dev", "test", covering=("all",)))
 def load_demo(path: str | Path | None = None, split: str = "dev", **_: Any) -> list[KBQASample]:
     """The demo questions shipped with kgreason (``split``: train/dev/test/all)."""
     from kgreason.data.demo.build import QUESTIONS_FILE
@@ -258,24 +261,32 @@ def metaqa_path(qtype: str) -> list[str] | None:
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 
 
-@register_dataset("metaqa", schema="metaqa", gold=("relation_path",))
+@register_dataset("metaqa", schema="metaqa", gold=("relation_path",),
+                  splits=SplitRoles("dev_train", "dev_tune", "dev_report", covering=("dev",)))
 def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] = (1, 2, 3),
                 variant: str = "vanilla", **_: Any) -> list[KBQASample]:
     """MetaQA ``{k}-hop/{variant}/qa_{split}.txt`` with ``qa_{split}_qtype.txt`` types.
 
     A question with a known type gets its relation path and, in ``meta["path_kinds"]``, the
     kinds of node that path passes, topic first (``["movie", "director", "movie"]``).
+
+    ``split`` is a file's (``dev``, and ``train``/``test`` where one has them) or one of
+    kgreason's three fixed splits of the dev file, ``dev_train``, ``dev_tune`` and
+    ``dev_report`` (:func:`kgreason.data.roles.partition`, tenths 8/1/1); their questions
+    keep their ``dev`` ids.
     """
+    part = split if split in dict(METAQA_SHARES) else None
+    file_split = "dev" if part else split
     root = Path(path)
     if root.is_file():
         root = root.parent
     hop_list = [hops] if isinstance(hops, int) else list(hops)
     out: list[KBQASample] = []
     for h in hop_list:
-        qa = root / f"{h}-hop" / variant / f"qa_{split}.txt"
+        qa = root / f"{h}-hop" / variant / f"qa_{file_split}.txt"
         if not qa.exists():
             raise DatasetError(f"MetaQA file not found: {qa}")
-        qt_file = root / f"{h}-hop" / f"qa_{split}_qtype.txt"
+        qt_file = root / f"{h}-hop" / f"qa_{file_split}_qtype.txt"
         qtypes = qt_file.read_text(encoding="utf-8").splitlines() if qt_file.exists() else []
         for i, line in enumerate(qa.read_text(encoding="utf-8").splitlines()):
             if not line.strip():
@@ -283,6 +294,8 @@ def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] 
             if "\t" not in line:
                 raise DatasetError(f"{qa}:{i + 1}: expected 'question<TAB>answers'")
             question, answers = line.split("\t", 1)
+            if part and partition(f"{h}|{question}") != part:
+                continue
             topics = _TOPIC.findall(question)
             qtype = qtypes[i].strip() if i < len(qtypes) else None
             relation_path = metaqa_path(qtype) if qtype else None
@@ -290,7 +303,7 @@ def load_metaqa(path: str | Path, split: str = "dev", hops: int | Iterable[int] 
             if relation_path is not None:
                 meta["path_kinds"] = qtype.split("_to_")
             out.append(KBQASample(
-                id=f"metaqa-{h}hop-{split}-{i}",
+                id=f"metaqa-{h}hop-{file_split}-{i}",
                 question=_TOPIC.sub(r"\1", question).strip(),
                 topic_entities=[Entity(t, t) for t in topics],
                 answers=[Entity(a, a) for a in answers.split("|") if a],

@@ -107,6 +107,23 @@ def train_eval_split(train_pool: Sequence[S], eval_pool: Sequence[S], train_limi
 
 log = logging.getLogger(__name__)
 
+
+def without_report(pool: list[S], report: Sequence[KBQASample], split: str, report_split: str) -> list[S]:
+    """``pool`` less the questions of the report split (matched by id), named in the log.
+
+    >>> from kgreason.types import KBQASample
+    >>> pool = [KBQASample(id=str(i), question="?") for i in range(4)]
+    >>> [q.id for q in without_report(pool, pool[1:3], "all", "test")]
+    ['0', '3']
+    """
+    ids = {q.id for q in report}
+    kept = [q for q in pool if q.id not in ids]
+    if len(kept) < len(pool):
+        log.info("training on split %r less its %d questions of the report split %r", split,
+                 len(pool) - len(kept), report_split)
+    return kept
+
+
 UNANSWERED = ("drop", "fail")
 
 
@@ -146,8 +163,10 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
                 **kwargs) -> tuple[list, list]:
     """Load a dataset's training and evaluation questions (the ``data`` config group).
 
-    The evaluation subset is drawn first (``seed + 1``); when both splits are the same,
-    its questions are removed from training (:func:`train_eval_split`). Questions without
+    Nothing trains on the dataset's report split (:mod:`kgreason.data.roles`): it is
+    refused as ``train_split``, and a training split that contains it (MetaQA's ``dev``)
+    loses its questions. The evaluation subset is drawn first (``seed + 1``); when both
+    splits are the same, its questions are removed from training (:func:`train_eval_split`). Questions without
     a gold answer are left out, named in a warning (``unanswered="fail"``: an error).
     ``on_missing`` is checked here and applied by the runner, which has the KB
     (:mod:`kgreason.data.checks`).
@@ -159,12 +178,23 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
     """
     from kgreason.data.checks import ON_MISSING
     from kgreason.data.datasets import load_dataset
+    from kgreason.data.roles import split_roles
 
     if on_missing not in ON_MISSING:
         raise DatasetError(f"data.on_missing={on_missing!r}: choose one of {', '.join(ON_MISSING)}")
 
+    roles = split_roles(name)
+    if roles is not None and roles.role(train_split) == "report":
+        raise DatasetError(f"data.train_split={train_split!r} is the report split of dataset {name!r}, which "
+                           f"nothing trains on; train on {roles.train!r} (docs/data.md#three-splits)")
     train_pool = answered(load_dataset(name, path, split=train_split, **kwargs), unanswered,
                           f"questions of split {train_split!r}")
+    if roles is not None and roles.role(train_split) == "covers report":
+        try:
+            report = load_dataset(name, path, split=roles.report, **kwargs)
+        except DatasetError:  # the training split loaded, so the file is fine: it has no splits, hence no report split
+            report = []
+        train_pool = without_report(train_pool, report, train_split, roles.report)
     eval_pool = train_pool if eval_split == train_split else answered(
         load_dataset(name, path, split=eval_split, **kwargs), unanswered, f"questions of split {eval_split!r}")
     for key, split, pool in (("train_split", train_split, train_pool), ("eval_split", eval_split, eval_pool)):

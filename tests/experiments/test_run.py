@@ -30,6 +30,7 @@ def test_smoke_run_writes_every_artefact(tmp_path):
         assert (out / f).exists(), f
     res = json.loads((out / "results.json").read_text())
     assert set(res["eval"]) == {"untrained", "trained"}
+    assert res["split"] == {"dataset": "demo", "train": "train", "eval": "dev", "eval_role": "tune"}
     assert "dev F1" in p.stdout
     # the questions were looked up in the KB before training: the demo's all belong to it
     assert res["data_check"]["checked"] > 0 and res["data_check"]["examples"] == []
