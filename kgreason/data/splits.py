@@ -160,6 +160,7 @@ def answered(samples: list[KBQASample], unanswered: str = "drop", what: str = "q
 def load_splits(name: str, path: str | None = None, train_split: str = "train", eval_split: str = "dev",
                 train_limit: int | None = None, eval_limit: int | None = None, seed: int = 0,
                 stratify: str | None = None, unanswered: str = "drop", on_missing: str = "keep",
+                held_out_types: Sequence[str] | None = None, eval_types: str = "all",
                 **kwargs) -> tuple[list, list]:
     """Load a dataset's training and evaluation questions (the ``data`` config group).
 
@@ -169,7 +170,9 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
     splits are the same, its questions are removed from training (:func:`train_eval_split`). Questions without
     a gold answer are left out, named in a warning (``unanswered="fail"``: an error).
     ``on_missing`` is checked here and applied by the runner, which has the KB
-    (:mod:`kgreason.data.checks`).
+    (:mod:`kgreason.data.checks`). ``held_out_types`` are question types no training
+    question has; ``eval_types`` (``all``, ``held_out``, ``seen``) says which types are
+    scored (:mod:`kgreason.data.unseen`).
     ``kwargs`` go to the dataset loader (e.g. MetaQA's ``hops``).
 
     >>> train, dev = load_splits("demo", eval_limit=5)
@@ -197,6 +200,12 @@ def load_splits(name: str, path: str | None = None, train_split: str = "train", 
         train_pool = without_report(train_pool, report, train_split, roles.report)
     eval_pool = train_pool if eval_split == train_split else answered(
         load_dataset(name, path, split=eval_split, **kwargs), unanswered, f"questions of split {eval_split!r}")
+    if held_out_types:
+        from kgreason.data.unseen import split_by_types
+
+        train_pool, eval_pool = split_by_types(train_pool, eval_pool, list(held_out_types), eval_types)
+    elif eval_types != "all":
+        raise DatasetError(f"data.eval_types={eval_types!r} needs data.held_out_types; none are held out")
     for key, split, pool in (("train_split", train_split, train_pool), ("eval_split", eval_split, eval_pool)):
         if not pool:
             raise DatasetError(f"data.{key}={split!r}: dataset {name!r} has no questions in that split"
