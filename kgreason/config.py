@@ -96,6 +96,9 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
     if cfg.get("resume"):
         check_resume_fits(cfg)
+    from kgreason.training.sharding import check_fsdp_config
+
+    check_fsdp_config(cfg)
     by = (cfg.get("data") or {}).get("stratify")
     if by is not None:  # otherwise found only after the questions load
         from kgreason.data.splits import check_stratify

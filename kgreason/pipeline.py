@@ -59,8 +59,16 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
     loggers = [logger or L.pytorch.loggers.CSVLogger(out, name=name, version="")]
     if cfg.logger.get("extra") is not None:  # logger=tensorboard|wandb: beside the CSV
         loggers.append(instantiate(cfg.logger.extra)(save_dir=str(out), name=name))
-    return L.Trainer(**OmegaConf.to_container(cfg.trainer, resolve=True), default_root_dir=out,
-                     logger=loggers, enable_model_summary=False, log_every_n_steps=1, **kw)
+    settings = OmegaConf.to_container(cfg.trainer, resolve=True)
+    if settings.get("strategy") == "fsdp":  # FSDP2, each process one shard of the data-parallel mesh
+        from lightning.pytorch.strategies import ModelParallelStrategy
+
+        # whole-model checkpoint files, as the other strategies write (resume reads them)
+        settings["strategy"] = ModelParallelStrategy(
+            data_parallel_size=int(settings["devices"]) * int(settings.get("num_nodes", 1)),
+            tensor_parallel_size=1, save_distributed_checkpoint=False)
+    return L.Trainer(**settings, default_root_dir=out, logger=loggers, enable_model_summary=False,
+                     log_every_n_steps=1, **kw)
 
 
 def quiet() -> None:
@@ -71,6 +79,22 @@ def quiet() -> None:
     for message in (r".*isinstance\(treespec, LeafSpec\).*",
                     r".*defined a `validation_step` but have no `val_dataloader`.*"):
         warnings.filterwarnings("ignore", message=message)
+
+
+def whole_again(p: Parts, cfg: DictConfig) -> None:
+    """After a stage under ``trainer=fsdp``: the trained weights gathered from every
+    process's shard into a whole policy model, which the next stage shards again and the
+    evaluation (first process only) runs as it is. Every process must call it; a
+    policy that is not sharded is left as it is."""
+    from kgreason.compose import build_policy
+    from kgreason.training.sharding import is_sharded
+
+    if not is_sharded(p.policy.model):
+        return
+    state = p.policy.checkpoint_state()  # a collective: every process gathers the shards
+    whole = build_policy(cfg, None)
+    whole.load_checkpoint_state(state)
+    p.policy.adopt(whole)
 
 
 def run_hparams(cfg: DictConfig) -> dict[str, Any]:
@@ -170,6 +194,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
                  limit_train_batches=limit, use_distributed_sampler=False)
     tr.fit(module, loader)
     end_stage(tr)
+    whole_again(p, cfg)
     if tr.is_global_zero:
         save_policy(p.policy, out / "checkpoints" / "policy_sft.pt")
         # what a resumed run reports of the cold start it does not redo
@@ -278,6 +303,7 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
                                   "resume with the overrides that wrote it") from None
             raise
     end_stage(tr)
+    whole_again(p, cfg)
     if tr.is_global_zero:
         save_policy(p.policy, out / "checkpoints" / "policy.pt")
 

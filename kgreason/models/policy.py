@@ -114,8 +114,13 @@ class CausalLMPolicy:
 
     def adapter_state(self) -> dict[str, Tensor]:
         """The trainable weights (the adapters, or everything when fully fine-tuned)."""
+        from kgreason.training.sharding import full_state, is_sharded
+
         names = {n for n, p in self.model.named_parameters() if p.requires_grad}
-        return {k: v.detach().clone() for k, v in self.model.state_dict().items() if k in names}
+        state = {k: v.detach() for k, v in self.model.state_dict().items() if k in names}
+        if is_sharded(self.model):  # trainer=fsdp: every process gathers, each gets the whole
+            state = full_state(state)
+        return {k: v.clone() for k, v in state.items()}
 
     def merge_lora(self) -> None:
         """Fold the adapters into the base weights and start fresh (zero) adapters.
@@ -128,6 +133,12 @@ class CausalLMPolicy:
             return
         self.merged_adapters.append(self.adapter_state())
         self.model = self._wrap(self.model.merge_and_unload())
+        self._ref = None
+
+    def adopt(self, other: CausalLMPolicy) -> None:
+        """Take ``other``'s model and adapter history, keeping this object (which engines and
+        rollouts hold): how a policy trained sharded (``trainer=fsdp``) becomes whole again."""
+        self.model, self.merged_adapters, self.share_prefix = other.model, other.merged_adapters, other.share_prefix
         self._ref = None
 
     def checkpoint_state(self) -> dict:
@@ -305,9 +316,13 @@ def _plain_head(model) -> torch.nn.Module | None:
     >>> _plain_head(CausalLMPolicy.tiny().model)
     Linear(in_features=64, out_features=49152, bias=False)
     """
+    from kgreason.training.sharding import is_sharded
+
     head = model.get_output_embeddings()
     config = getattr(model, "config", None)
     if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
+        return None
+    if is_sharded(model):  # the head's weights are gathered by the whole model's forward only (trainer=fsdp)
         return None
     if any(getattr(config, a, None) not in (None, 1, 1.0) for a in _LOGIT_TRANSFORMS):
         return None

@@ -9,6 +9,7 @@ registry names.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -42,6 +43,7 @@ from kgreason.rl import (
 )
 from kgreason.training.batching import TrainingBatch
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
+from kgreason.training.sharding import gathered, is_sharded, shard_for_strategy
 from kgreason.types import Episode, KBQASample, Trajectory
 
 
@@ -273,6 +275,11 @@ class RLLitModule(L.LightningModule):
         return (bool(getattr(engine, "scores_like_trainer", False)) and not self.bf16
                 and float(getattr(engine, "temperature", 1.0)) == self.cfg.temperature)
 
+    def configure_model(self) -> None:
+        """Shard the policy over the data-parallel processes under ``trainer=fsdp``
+        (:mod:`kgreason.training.sharding`); other strategies leave it whole."""
+        shard_for_strategy(self)
+
     def on_fit_start(self) -> None:
         # transformers loads models in eval mode, and Lightning trains modules in the mode
         # it finds them in (warning about each of them)
@@ -345,31 +352,17 @@ class RLLitModule(L.LightningModule):
         self._restore_rng()
         t0 = time.perf_counter()
         rank, world = self._world
-        # data parallel: every process reads the same stream and plays its share of the
-        # batch's questions (whole groups stay in one process: their advantages need them)
-        exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
-        kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
-        logs = dict(exp.logs)
-        logs["train/rollout_s"] = time.perf_counter() - t0
-        logs["train/samples_kept"] = float(len(kept.samples))
-        data = None
-        if kept.samples:
-            data = self.make_batch(kept)
-            # sequences cut at objective.max_len: their ends (the answer, often) are not trained on
-            logs["train/max_len_cut"] = data.truncated / len(data)
-            # the engine's own log-probs, where it scored with the trainer's forward pass and
-            # precision, are the old log-probs: the policy has not moved since it sampled
-            reuse = data.sampler_logp is not None and self.sampler_is_trainer
-            if reuse and not self.cfg.on_policy:
-                data.old_logp = data.sampler_logp * data.loss_mask
-            logs["train/old_logp_from_sampler"] = float(reuse)
-            with torch.no_grad(), self.policy.autocast(self.bf16):
-                if not self.cfg.on_policy and not reuse:
-                    data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)
-                if self.cfg.kl_coef:
-                    data.ref_logp = self._logp_chunks(data, self.policy.reference_logprobs)
-            if reuse:
-                data.sampler_logp = None  # nothing to correct: the sampler is the trainer
+        # trainer=fsdp: the policy gathered whole while each process plays and scores its own
+        # questions (their forwards then need no collective); resharded before the update
+        with gathered(self.model) if is_sharded(self.model) else contextlib.nullcontext():
+            # data parallel: every process reads the same stream and plays its share of the
+            # batch's questions (whole groups stay in one process: their advantages need them)
+            exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
+            kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
+            logs = dict(exp.logs)
+            logs["train/rollout_s"] = time.perf_counter() - t0
+            logs["train/samples_kept"] = float(len(kept.samples))
+            data = self._scored_batch(kept, logs) if kept.samples else None
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/lr"] = float(self._optimizers()[0].param_groups[0]["lr"])
@@ -392,6 +385,26 @@ class RLLitModule(L.LightningModule):
         self.iteration += 1
         if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
             self.trainer.should_stop = True
+
+    def _scored_batch(self, kept: Experience, logs: dict[str, float]) -> TrainingBatch:
+        """The training batch of ``kept`` with its old and reference log-probs (no grad)."""
+        data = self.make_batch(kept)
+        # sequences cut at objective.max_len: their ends (the answer, often) are not trained on
+        logs["train/max_len_cut"] = data.truncated / len(data)
+        # the engine's own log-probs, where it scored with the trainer's forward pass and
+        # precision, are the old log-probs: the policy has not moved since it sampled
+        reuse = data.sampler_logp is not None and self.sampler_is_trainer
+        if reuse and not self.cfg.on_policy:
+            data.old_logp = data.sampler_logp * data.loss_mask
+        logs["train/old_logp_from_sampler"] = float(reuse)
+        with torch.no_grad(), self.policy.autocast(self.bf16):
+            if not self.cfg.on_policy and not reuse:
+                data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)
+            if self.cfg.kl_coef:
+                data.ref_logp = self._logp_chunks(data, self.policy.reference_logprobs)
+        if reuse:
+            data.sampler_logp = None  # nothing to correct: the sampler is the trainer
+        return data
 
     def make_batch(self, exp: Experience) -> TrainingBatch:
         """The :class:`~kgreason.training.TrainingBatch` of ``exp``, with per-token advantages,
@@ -504,7 +517,7 @@ class RLLitModule(L.LightningModule):
                         aggregation_units(cfg.agg, part.loss_mask) if part is not None else 0.0)
                     if part_units == 0 or part is None:
                         # nothing here, but the gradient all-reduce needs this process: a zero loss
-                        loss, m = sum(p.sum() for p in self._trained_parameters()) * 0.0, {}
+                        loss, m = self._zero_loss(), {}
                     else:
                         loss, m = self._loss(part)
                     # × world: the all-reduce averages; × units / total: this pass's share (of the
@@ -553,6 +566,15 @@ class RLLitModule(L.LightningModule):
             m.update(vm)
         m["loss"] = float(loss.detach())
         return loss, m
+
+    def _zero_loss(self) -> torch.Tensor:
+        """A loss of 0 whose backward still meets the other processes' collectives: over the
+        parameters under DDP, through a one-row forward under FSDP (whose gathers and
+        reductions hang on the forward)."""
+        if not is_sharded(self.model):
+            return sum(p.sum() for p in self._trained_parameters()) * 0.0
+        ids = torch.ones(1, 2, dtype=torch.long, device=self.policy.device)
+        return self.policy.token_logprobs(ids, torch.ones_like(ids))[0].sum() * 0.0
 
     def _trained_parameters(self) -> Iterator[torch.nn.Parameter]:
         yield from self.policy.parameters()

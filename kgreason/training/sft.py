@@ -105,6 +105,12 @@ class SFTLitModule(L.LightningModule):
         holds every process's questions once training ends."""
         return {sid: total / n for sid, (_, total, n) in self._last_seen.items()}
 
+    def configure_model(self) -> None:
+        """Shard the policy under ``trainer=fsdp`` (:mod:`kgreason.training.sharding`)."""
+        from kgreason.training.sharding import shard_for_strategy
+
+        shard_for_strategy(self)
+
     def on_fit_start(self) -> None:
         # transformers loads models in eval mode, and Lightning trains modules in the mode
         # it finds them in (warning about each of them)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -306,6 +307,32 @@ def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path, kb):
     assert sum(r["stage"] == "eval/trained" for r in rows) == 4
     assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 2
     assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4
+
+
+def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
+    """trainer=fsdp: both stages sharded over two processes (each holds half of the
+    weights), rollouts on the gathered policy, checkpoints whole; a killed run resumes."""
+    out = tmp_path / "fsdp"
+    # an entropy bonus: a gradient even where the tiny model's rewards are all 0
+    p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
+            f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    for log in ("run.log", "train_ddp_process_1.log"):  # SFT's sharding, then RL's, in each process
+        held = re.findall(r"this process holds (\d+) of the policy's (\d+) weights", (out / log).read_text())
+        assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
+    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
+    ckpt = torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)
+    assert ckpt["rl_iteration"] == 2 and all(type(v) is torch.Tensor for v in ckpt["state_dict"].values())
+    saved = torch.load(out / "checkpoints" / "policy.pt")["adapters"]
+    assert len(saved) == 2 and all(type(v) is torch.Tensor for v in saved[-1].values())  # SFT's, merged; RL's
+    assert any(float(v.abs().max()) > 0 for k, v in saved[-1].items() if "lora_B" in k)  # RL moved them
+    # a third iteration, resumed from the second's checkpoint
+    p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
+            "rl.iterations=3",
+            f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 3
 
 
 def test_epochs_set_the_cold_start_steps_and_the_rl_iterations(tmp_path):

@@ -1,9 +1,10 @@
 """RL iterations on fixed experience, in one process or data parallel, then SFT steps (for
 test_ddp.py).
 
-``python tests/training/ddp_rl_worker.py OUT DEVICES``: for each case of ``CASES``, two
+``python tests/training/ddp_rl_worker.py OUT DEVICES [STRATEGY]``: for each case of ``CASES``, two
 iterations of four questions each from the same initial weights; with ``DEVICES`` 2
-Lightning's DDP (gloo, CPU) runs two processes that take two questions each. The first
+Lightning's DDP (gloo, CPU; ``STRATEGY`` ``fsdp``: FSDP2, each process a shard of the
+weights) runs two processes that take two questions each. The first
 process saves ``{case: trained LoRA weights}`` to ``OUT``. In case ``masked:q1,q2`` those
 questions bring no policy token, in ``none:q1,q2`` no trajectory: the second process has
 nothing to learn from in the first iteration while the first has. Then two SFT steps on
@@ -34,6 +35,7 @@ from kgreason.training import (
     leave_process_group,
 )
 from kgreason.training.experience import Experience
+from kgreason.training.sharding import held_weights
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -73,7 +75,18 @@ class FixedExperience:
 CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro")
 
 
-def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
+def strategy(devices: int, kind: str) -> object:
+    if devices == 1:
+        return "auto"
+    if kind == "fsdp":
+        from lightning.pytorch.strategies import ModelParallelStrategy
+
+        return ModelParallelStrategy(data_parallel_size=devices, tensor_parallel_size=1,
+                                     save_distributed_checkpoint=False)
+    return "ddp"
+
+
+def train(devices: int, case: str, kind: str = "ddp") -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     torch.manual_seed(0)
     policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
     questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(8)]
@@ -81,14 +94,17 @@ def train(devices: int, case: str) -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2,
                       micro_batch_size=1 if case == "micro" else None)
     module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro") else case), lambda: None, config)
-    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, DataLoader(UniformStream(questions, batch_size=4), batch_size=None))
-    return trainer, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    return trainer, policy.adapter_state()  # whole, gathered from the shards under FSDP
 
 
-def sft(devices: int) -> tuple[L.Trainer, dict[str, float]]:
+
+
+
+def sft(devices: int, kind: str = "ddp") -> tuple[L.Trainer, dict[str, float], dict[str, int]]:
     torch.manual_seed(0)
     policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
     trajs = []
@@ -102,24 +118,27 @@ def sft(devices: int) -> tuple[L.Trainer, dict[str, float]]:
     loader = DataLoader(trajs, batch_sampler=batches,
                         collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id))
     module = SFTLitModule(policy, lr=1e-3)
-    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
                         max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, use_distributed_sampler=False)
     trainer.fit(module, loader)
-    return trainer, module.question_losses
+    held, total = held_weights(policy.model)  # FSDP: this process's shard
+    return trainer, module.question_losses, {"held": held, "total": total}
 
 
-def main(out: str, devices: int) -> None:
+def main(out: str, devices: int, kind: str = "ddp") -> None:
     weights = {}
     for case in CASES:  # Lightning starts the second process at the first fit; later fits reuse it
-        trainer, weights[case] = train(devices, case)
+        trainer, weights[case] = train(devices, case, kind)
     if trainer.is_global_zero:
         torch.save(weights, out)
-    trainer, losses = sft(devices)
+    trainer, losses, held = sft(devices, kind)
     with open(f"{out}.sft{trainer.global_rank}.json", "w") as f:
         json.dump(losses, f)
+    with open(f"{out}.held{trainer.global_rank}.json", "w") as f:
+        json.dump(held, f)
     leave_process_group()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:4])

@@ -1,5 +1,6 @@
-"""Data parallelism (``trainer=ddp``): two CPU processes (gloo) make the RL update one process
-makes on the combined batch, and end SFT knowing every question's loss."""
+"""Data parallelism (``trainer=ddp``, ``trainer=fsdp``): two CPU processes (gloo) make the RL
+update one process makes on the combined batch, and end SFT knowing every question's loss;
+under FSDP each holds half of the weights."""
 
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ WORKER = Path(__file__).with_name("ddp_rl_worker.py")
 def runs(tmp_path_factory) -> Path:
     """The worker's outputs with one process and with two (``weights_<devices>.pt``)."""
     d = tmp_path_factory.mktemp("ddp")
-    for devices in (1, 2):
-        p = subprocess.run([sys.executable, str(WORKER), str(d / f"weights_{devices}.pt"), str(devices)],
+    for devices, kind in ((1, "ddp"), (2, "ddp"), (2, "fsdp")):
+        name = f"weights_{devices}{'_fsdp' * (kind == 'fsdp')}.pt"
+        p = subprocess.run([sys.executable, str(WORKER), str(d / name), str(devices), kind],
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
     return d
 
 
-def test_two_processes_update_as_one_on_the_combined_batch(runs):
-    one, two = (torch.load(runs / f"weights_{devices}.pt") for devices in (1, 2))
+@pytest.mark.parametrize("kind", ["ddp", "fsdp"])
+def test_two_processes_update_as_one_on_the_combined_batch(runs, kind):
+    one = torch.load(runs / "weights_1.pt")
+    two = torch.load(runs / ("weights_2.pt" if kind == "ddp" else "weights_2_fsdp.pt"))
     assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro"}
     for case in one:
         lora_b = [v for k, v in one[case].items() if "lora_B" in k]  # B starts at 0
@@ -38,6 +42,19 @@ def test_two_processes_update_as_one_on_the_combined_batch(runs):
     # passes of one row (a process with fewer rows makes zero-loss passes) update as one pass
     for k in one["all"]:
         torch.testing.assert_close(one["micro"][k], one["all"][k], rtol=0, atol=5e-6, msg=f"micro: {k}")
+
+
+def test_fsdp_processes_each_hold_half_of_the_weights(runs):
+    whole = json.loads((runs / "weights_1.pt.held0.json").read_text())
+    assert whole["held"] == whole["total"]
+    for rank in (0, 1):
+        shard = json.loads((runs / f"weights_2_fsdp.pt.held{rank}.json").read_text())
+        assert shard["total"] == whole["total"] and abs(shard["held"] / whole["total"] - 0.5) < 0.01
+        # SFT sharded: every question's loss as under DDP
+        fsdp, ddp = (json.loads((runs / f"{w}.sft{rank}.json").read_text()) for w in ("weights_2_fsdp.pt", "weights_2.pt"))
+        assert fsdp.keys() == ddp.keys() and all(abs(fsdp[q] - ddp[q]) < 1e-5 for q in ddp)
+    ddp = json.loads((runs / "weights_2.pt.held0.json").read_text())
+    assert ddp["held"] == ddp["total"]  # DDP: every process a whole copy
 
 
 def test_every_process_ends_sft_with_every_questions_loss(runs):

@@ -1,0 +1,138 @@
+"""Fully sharded data parallelism (``trainer=fsdp``): PyTorch's FSDP2 under Lightning's
+:class:`~lightning.pytorch.strategies.ModelParallelStrategy`.
+
+Each process keeps a ``1 / world`` shard of every weight, gradient and optimiser state;
+each decoder layer's weights are gathered for its forward and backward and freed after
+(PyTorch's ``fully_shard``, one unit a decoder layer, the embeddings, final norm and head
+in the root unit). Rollouts are different: every process decodes its own questions for a
+different number of steps, and a layer-by-layer gather would need every process to run
+the same number of forwards. So a rollout first gathers the whole policy once
+(:func:`gathered`) and frees it after, as verl's FSDP workers do for Hugging Face
+rollouts: a rollout's peak memory is one full copy of the weights; training's is one
+shard plus one layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from kgreason.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def fsdp_units(model: torch.nn.Module) -> list[Any]:
+    """The modules ``fully_shard`` made units of (none: an unsharded model)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+def is_sharded(model: torch.nn.Module) -> bool:
+    """Whether ``model`` (or a module in it) is sharded by FSDP2."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule) or bool(fsdp_units(model))
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The decoder layers of a (peft-wrapped) Hugging Face causal LM.
+
+    Raises:
+        ConfigError: the model has no ``layers`` list under its decoder.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
+    layers = getattr(decoder, "layers", None)
+    if layers is None:
+        raise ConfigError(f"trainer=fsdp shards a causal LM by its decoder layers; {type(base).__name__} has none")
+    return list(layers)
+
+
+def shard_policy(policy: Any, mesh: Any) -> None:
+    """Shard ``policy.model`` over ``mesh`` (a 1-D device mesh): each decoder layer one unit,
+    the rest the root unit.
+
+    The policy's forward passes then take the whole model's path: the projection of only
+    the loss tokens calls the decoder and the head apart, and a shared prefix makes a
+    second forward that other processes may not make, so both are turned off.
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    if is_sharded(policy.model):
+        return
+    for layer in decoder_layers(policy.model):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(policy.model, mesh=mesh)
+    policy.share_prefix = 0
+    held, total = held_weights(policy.model)
+    log.info("trainer=fsdp: this process holds %d of the policy's %d weights (%.1f %%) over %d processes",
+             held, total, 100 * held / max(1, total), mesh.size())
+
+
+def held_weights(model: torch.nn.Module) -> tuple[int, int]:
+    """How many of ``model``'s weights this process holds, and how many there are."""
+    params = list(model.parameters())
+    local = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in params)
+    return local, sum(p.numel() for p in params)
+
+
+def shard_for_strategy(module: Any) -> None:
+    """A Lightning module's ``configure_model``: shard its ``policy`` when the trainer's
+    strategy gives it a device mesh (``trainer=fsdp``); otherwise nothing."""
+    mesh = getattr(module, "_device_mesh", None)
+    if mesh is not None:
+        shard_policy(module.policy, mesh["data_parallel"])
+
+
+@contextlib.contextmanager
+def gathered(model: torch.nn.Module) -> Iterator[None]:
+    """Every unit's full weights for the block (rollouts, no-grad scoring): forwards then
+    need no collective, so each process may run as many as its questions take.
+
+    Every process of the group must enter it (the gather is a collective).
+    """
+    units = fsdp_units(model)
+    for u in units:
+        u.set_reshard_after_forward(False)
+        u.unshard()
+    try:
+        yield
+    finally:
+        for u in units:
+            u.reshard()
+            u.set_reshard_after_forward(True)
+
+
+def full_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state`` with every sharded tensor gathered whole (a collective where any is)."""
+    from torch.distributed.tensor import DTensor
+
+    return {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in state.items()}
+
+
+def check_fsdp_config(cfg: Any) -> None:
+    """Refuse what ``trainer=fsdp`` does not run yet, naming what does.
+
+    Raises:
+        ConfigError: a learned critic, an engine other than ``hf``, or full
+            fine-tuning with a KL term (its frozen reference copy is not sharded).
+    """
+    if str((cfg.get("trainer") or {}).get("strategy")) != "fsdp":
+        return
+    objective = cfg.get("objective") or {}
+    if objective.get("critic") is not None:
+        raise ConfigError("trainer=fsdp does not shard PPO's critic yet (objective=ppo); use trainer=ddp")
+    engine = str((cfg.get("engine") or {}).get("_target_", ""))
+    if engine and not engine.endswith("HFEngine"):
+        raise ConfigError(f"trainer=fsdp rolls out with engine=hf (the gathered policy), not "
+                          f"{engine.rsplit('.', 1)[-1]}: the other engines read the weights whole")
+    lora = ((cfg.get("model") or {}).get("policy") or {}).get("lora")
+    if lora is None and objective.get("kl_coef"):
+        raise ConfigError("trainer=fsdp with full fine-tuning and a KL term needs a frozen reference copy, which is "
+                          "not sharded yet: use LoRA (the reference is the base with adapters off) or objective.kl_coef=0")
