@@ -38,6 +38,9 @@ CHANGES = {
     "knowcoder_a1_f1_then_f05": ("reward.components.1.alias", "f1"),
     "knowcoder_a1_no_rl": ("rl.iterations", 0),
     "knowcoder_a1_no_upsampling": ("cold_start.balance", None),
+    "knowcoder_a1_teacher_no_kinds": ("cold_start.teachers.0.path_kinds", False),
+    "knowcoder_a1_teacher_hops_only": ("cold_start.teachers.0.plan_path", False),
+    "knowcoder_a1_teacher_no_plan": ("cold_start.teachers.0.plan_hops", False),
     "kg_r1_ppo": ("objective.advantage", "gae"),
     "kg_r1_hierarchical_retrieval": ("env.space.relation_format", "hierarchical"),
     "isp_dtpo_no_success_filter": ("rollout.prune", False),
@@ -50,8 +53,11 @@ CHANGES = {
 }
 
 
+METHODS = sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml"))
+
+
 def method_of(table: str) -> str:
-    return table.rsplit("_table", 1)[0].rsplit("_rq", 1)[0]
+    return max((m for m in METHODS if table.startswith(f"{m}_")), key=len)
 
 
 def rows_of(table: str) -> list[str]:
