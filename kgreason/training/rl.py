@@ -9,7 +9,6 @@ registry names.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import time
@@ -354,7 +353,7 @@ class RLLitModule(L.LightningModule):
         rank, world = self._world
         # trainer=fsdp: the policy gathered whole while each process plays and scores its own
         # questions (their forwards then need no collective); resharded before the update
-        with gathered(self.model) if is_sharded(self.model) else contextlib.nullcontext():
+        with gathered(self.model):
             # data parallel: every process reads the same stream and plays its share of the
             # batch's questions (whole groups stay in one process: their advantages need them)
             exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)

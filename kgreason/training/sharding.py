@@ -95,7 +95,8 @@ def gathered(model: torch.nn.Module) -> Iterator[None]:
     """Every unit's full weights for the block (rollouts, no-grad scoring): forwards then
     need no collective, so each process may run as many as its questions take.
 
-    Every process of the group must enter it (the gather is a collective).
+    Every process of the group must enter it (the gather is a collective); on a model that
+    is not sharded it does nothing.
     """
     units = fsdp_units(model)
     for u in units:
