@@ -435,25 +435,27 @@ class RLLitModule(L.LightningModule):
         weight to 0), whitened over the batch as verl does."""
         settings = self.cfg.critic
         assert self.critic is not None and isinstance(settings, CriticSettings)
-        values = []
         with self.policy.autocast(self.bf16):
-            for i in range(0, len(batch), self.cfg.mini_batch_size):
-                sl = slice(i, i + self.cfg.mini_batch_size)
-                values.append(self.critic(batch.input_ids[sl], batch.attention_mask[sl]).float())
-        batch.old_values = torch.cat(values) * batch.loss_mask
+            values = self._in_chunks(batch, lambda sl: self.critic(batch.input_ids[sl], batch.attention_mask[sl]).float())
+        batch.old_values = values * batch.loss_mask
         rewards = terminal_rewards(outcome.to(batch.loss_mask.device), batch.loss_mask)
         adv, batch.returns = gae(rewards, batch.old_values, batch.loss_mask, settings.gamma, settings.lam)
         batch.advantages = whiten(adv, batch.loss_mask) if settings.whiten else adv
         return batch
 
+    def _in_chunks(self, data: TrainingBatch, fn: Callable[[slice], torch.Tensor]) -> torch.Tensor:
+        """``fn`` over ``data``'s rows a mini-batch at a time (the no-grad scoring passes),
+        concatenated and detached. Shapes: ``fn(rows)`` ``[n, L]`` → ``[len(data), L]``."""
+        return torch.cat([fn(slice(i, i + self.cfg.mini_batch_size))
+                          for i in range(0, len(data), self.cfg.mini_batch_size)]).detach()
+
     def _logp_chunks(self, data: TrainingBatch, fn) -> torch.Tensor:
-        out = []
-        for i in range(0, len(data), self.cfg.mini_batch_size):
-            sl = slice(i, i + self.cfg.mini_batch_size)
-            r = fn(data.input_ids[sl], data.attention_mask[sl],
-                   from_pos=first_loss_position(data.loss_mask[sl]), loss_mask=data.loss_mask[sl], **self._temperature)
-            out.append(r[0] if isinstance(r, tuple) else r)
-        return torch.cat(out).detach()
+        """The log-probs ``fn`` (the policy's or the reference's) gives ``data``'s tokens."""
+        def scored(sl: slice) -> torch.Tensor:
+            r = fn(data.input_ids[sl], data.attention_mask[sl], from_pos=first_loss_position(data.loss_mask[sl]),
+                   loss_mask=data.loss_mask[sl], **self._temperature)
+            return r[0] if isinstance(r, tuple) else r
+        return self._in_chunks(data, scored)
 
     def _update(self, data: TrainingBatch | None) -> dict[str, float]:
         """``ppo_epochs`` passes of mini-batch updates over ``data`` (None: no rows here).
