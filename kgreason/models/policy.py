@@ -298,10 +298,20 @@ class CausalLMPolicy:
             with self.model.disable_adapter():
                 return self.token_logprobs(input_ids, attention_mask, from_pos=from_pos, loss_mask=loss_mask,
                                            temperature=temperature)[0]
+        return self.token_logprobs(input_ids, attention_mask, model=self.make_reference(), from_pos=from_pos,
+                                   loss_mask=loss_mask, temperature=temperature)[0]
+
+    @property
+    def reference_model(self) -> torch.nn.Module | None:
+        """The frozen copy a fully fine-tuned policy's KL is taken against (None: LoRA, whose
+        reference is the base with adapters off, or not made yet)."""
+        return self._ref
+
+    def make_reference(self) -> torch.nn.Module:
+        """:attr:`reference_model`, copied from the current weights on first use."""
         if self._ref is None:
             self._ref = copy.deepcopy(self.model).eval().requires_grad_(False)
-        return self.token_logprobs(input_ids, attention_mask, model=self._ref, from_pos=from_pos,
-                                   loss_mask=loss_mask, temperature=temperature)[0]
+        return self._ref
 
 
 #: config fields of Hugging Face models whose logits are not just ``lm_head(hidden)``

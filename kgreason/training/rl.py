@@ -353,7 +353,7 @@ class RLLitModule(L.LightningModule):
         rank, world = self._world
         # trainer=fsdp: the policy gathered whole while each process plays and scores its own
         # questions (their forwards then need no collective); resharded before the update
-        with gathered(self.model):
+        with gathered(self.model, getattr(self.policy, "reference_model", None)):
             # data parallel: every process reads the same stream and plays its share of the
             # batch's questions (whole groups stay in one process: their advantages need them)
             exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)

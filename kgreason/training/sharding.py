@@ -56,23 +56,31 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 
 def shard_policy(policy: Any, mesh: Any) -> None:
     """Shard ``policy.model`` over ``mesh`` (a 1-D device mesh): each decoder layer one unit,
-    the rest the root unit.
+    the rest the root unit. A fully fine-tuned policy's KL reference (a frozen copy) is
+    made now and sharded the same way; a LoRA policy's is the base with adapters off.
 
     The policy's forward passes then take the whole model's path: the projection of only
     the loss tokens calls the decoder and the head apart, and a shared prefix makes a
     second forward that other processes may not make, so both are turned off.
     """
-    from torch.distributed.fsdp import fully_shard
-
     if is_sharded(policy.model):
         return
-    for layer in decoder_layers(policy.model):
-        fully_shard(layer, mesh=mesh)
-    fully_shard(policy.model, mesh=mesh)
+    if getattr(policy, "lora", True) is None:
+        # full fine-tuning: the KL reference is a frozen copy, made whole now, sharded as the policy
+        _shard(policy.make_reference(), mesh)
+    _shard(policy.model, mesh)
     policy.share_prefix = 0
     held, total = held_weights(policy.model)
     log.info("trainer=fsdp: this process holds %d of the policy's %d weights (%.1f %%) over %d processes",
              held, total, 100 * held / max(1, total), mesh.size())
+
+
+def _shard(model: torch.nn.Module, mesh: Any) -> None:
+    from torch.distributed.fsdp import fully_shard
+
+    for layer in decoder_layers(model):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
 
 
 def held_weights(model: torch.nn.Module) -> tuple[int, int]:
@@ -91,14 +99,14 @@ def shard_for_strategy(module: Any) -> None:
 
 
 @contextlib.contextmanager
-def gathered(model: torch.nn.Module) -> Iterator[None]:
-    """Every unit's full weights for the block (rollouts, no-grad scoring): forwards then
-    need no collective, so each process may run as many as its questions take.
+def gathered(*models: torch.nn.Module | None) -> Iterator[None]:
+    """Every unit's full weights of ``models`` for the block (rollouts, no-grad scoring):
+    forwards then need no collective, so each process may run as many as its questions take.
 
     Every process of the group must enter it (the gather is a collective); on a model that
     is not sharded it does nothing.
     """
-    units = fsdp_units(model)
+    units = [u for m in models if m is not None for u in fsdp_units(m)]
     for u in units:
         u.set_reshard_after_forward(False)
         u.unshard()
@@ -121,8 +129,7 @@ def check_fsdp_config(cfg: Any) -> None:
     """Refuse what ``trainer=fsdp`` does not run yet, naming what does.
 
     Raises:
-        ConfigError: a learned critic, an engine other than ``hf``, or full
-            fine-tuning with a KL term (its frozen reference copy is not sharded).
+        ConfigError: a learned critic, or an engine other than ``hf``.
     """
     if str((cfg.get("trainer") or {}).get("strategy")) != "fsdp":
         return
@@ -133,7 +140,3 @@ def check_fsdp_config(cfg: Any) -> None:
     if engine and not engine.endswith("HFEngine"):
         raise ConfigError(f"trainer=fsdp rolls out with engine=hf (the gathered policy), not "
                           f"{engine.rsplit('.', 1)[-1]}: the other engines read the weights whole")
-    lora = ((cfg.get("model") or {}).get("policy") or {}).get("lora")
-    if lora is None and objective.get("kl_coef"):
-        raise ConfigError("trainer=fsdp with full fine-tuning and a KL term needs a frozen reference copy, which is "
-                          "not sharded yet: use LoRA (the reference is the base with adapters off) or objective.kl_coef=0")

@@ -71,8 +71,9 @@ class FixedExperience:
         return Experience(samples, index, n_turns, samples)
 
 
-#: "micro": all rows, in passes of one row per process (micro_batch_size=1)
-CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro")
+#: "micro": all rows, in passes of one row per process (micro_batch_size=1); "full": full
+#: fine-tuning, the KL taken against a frozen copy (sharded too under FSDP)
+CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro", "full")
 
 
 def strategy(devices: int, kind: str) -> object:
@@ -88,12 +89,13 @@ def strategy(devices: int, kind: str) -> object:
 
 def train(devices: int, case: str, kind: str = "ddp") -> tuple[L.Trainer, dict[str, torch.Tensor]]:
     torch.manual_seed(0)
-    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    policy = CausalLMPolicy.tiny(lora=None if case == "full" else LoraSettings(r=4, alpha=8))
     questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(8)]
     # mini_batch_size counts rows over all processes: one update per epoch here, as in one process
     config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2,
                       micro_batch_size=1 if case == "micro" else None)
-    module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro") else case), lambda: None, config)
+    module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro", "full") else case), lambda: None,
+                         config)
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)

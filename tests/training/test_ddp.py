@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from kgreason.models import CausalLMPolicy
+
 WORKER = Path(__file__).with_name("ddp_rl_worker.py")
 
 
@@ -31,10 +33,14 @@ def runs(tmp_path_factory) -> Path:
 def test_two_processes_update_as_one_on_the_combined_batch(runs, kind):
     one = torch.load(runs / "weights_1.pt")
     two = torch.load(runs / ("weights_2.pt" if kind == "ddp" else "weights_2_fsdp.pt"))
-    assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro"}
+    assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro", "full"}
     for case in one:
-        lora_b = [v for k, v in one[case].items() if "lora_B" in k]  # B starts at 0
-        assert max(float(v.abs().max()) for v in lora_b) > 1e-3, case  # the updates moved the weights
+        if case == "full":  # every weight trained: they moved from the tiny model's initial ones
+            start = CausalLMPolicy.tiny(lora=None).model.state_dict()
+            assert max(float((v - start[k]).abs().max()) for k, v in one[case].items()) > 1e-4
+        else:
+            lora_b = [v for k, v in one[case].items() if "lora_B" in k]  # B starts at 0
+            assert max(float(v.abs().max()) for v in lora_b) > 1e-3, case  # the updates moved the weights
         # the processes hold different token counts: averaging their mean losses would miss by ~1e-2
         assert one[case].keys() == two[case].keys()
         for k in one[case]:
