@@ -68,7 +68,7 @@ def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path):
     if any(a.startswith("resume=") for a in argv):
         pytest.skip("resume reads the checkpoint's run: a real run is needed (tests/training/test_resume.py)")
     if "engine=vllm" in argv and importlib.util.find_spec("vllm") is None:
-        pytest.skip("engine=vllm: the gpu extra is not installed here (its refusal: tests/rollout)")
+        pytest.skip("engine=vllm needs the gpu extra, not installed here")
     try:
         _precheck(argv)
     except SystemExit as e:
