@@ -89,10 +89,12 @@ class CausalLMPolicy:
                    activation_checkpointing=activation_checkpointing)
 
     @classmethod
-    def tiny(cls, lora: LoraSettings | Mapping | None = None, seed: int = 0, **kw) -> CausalLMPolicy:
+    def tiny(cls, lora: LoraSettings | Mapping | None = None, seed: int = 0, activation_checkpointing: bool = False,
+             **kw) -> CausalLMPolicy:
         """A tiny random model with SmolLM2's tokenizer and chat template (tests, smoke runs)."""
         tok = load_tokenizer()
-        return cls(tiny_causal_lm(tok, seed=seed, **kw), tok, lora=lora, bf16=False)
+        return cls(tiny_causal_lm(tok, seed=seed, **kw), tok, lora=lora, bf16=False,
+                   activation_checkpointing=activation_checkpointing)
 
     def _wrap(self, model):
         from peft import LoraConfig, get_peft_model

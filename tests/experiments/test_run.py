@@ -333,6 +333,23 @@ def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
             f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
     assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 3
+    # the checkpoint is whole: another world size resumes it (one process here)
+    p = run("method=kg_r1", "preset=smoke", "eval.untrained=false", "objective.entropy_coef=0.01", "rl.iterations=4",
+            f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 4
+
+
+def test_fsdp_with_activation_checkpointing_and_bf16_autocast(tmp_path):
+    import csv
+
+    out = tmp_path / "fsdp_ac"
+    p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
+            "+model.policy.activation_checkpointing=true", "sft.bf16=true", "objective.bf16=true", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "RL updates under bf16 autocast" in (out / "run.log").read_text()
+    rows = [r for r in csv.DictReader((out / "rl" / "metrics.csv").open()) if r.get("train/grad_norm")]
+    assert len(rows) == 2 and all(float(r["train/grad_norm"]) > 0 for r in rows)
 
 
 def test_epochs_set_the_cold_start_steps_and_the_rl_iterations(tmp_path):

@@ -65,6 +65,8 @@ class FixedExperience:
                                     policy=not (self.kind == "masked" and q.id in self.empty), turn=k)
                     t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(1, 6))], policy=False, turn=k)
                 t.reward = rng.random()
+                if self.kind == "turn":  # KG-R1's turn-level advantage reads a reward a turn
+                    t.turn_rewards = [rng.random() for _ in range(turns)]
                 samples.append(t)
                 index.append(g)
                 n_turns.append(turns)
@@ -72,8 +74,9 @@ class FixedExperience:
 
 
 #: "micro": all rows, in passes of one row per process (micro_batch_size=1); "full": full
-#: fine-tuning, the KL taken against a frozen copy (sharded too under FSDP)
-CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro", "full")
+#: fine-tuning, the KL taken against a frozen copy (sharded too under FSDP); "turn:": KG-R1's
+#: turn-level advantage (GRPO is every other case's)
+CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:")
 
 
 def strategy(devices: int, kind: str) -> object:
@@ -93,7 +96,8 @@ def train(devices: int, case: str, kind: str = "ddp") -> tuple[L.Trainer, dict[s
     questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(8)]
     # mini_batch_size counts rows over all processes: one update per epoch here, as in one process
     config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2,
-                      micro_batch_size=1 if case == "micro" else None)
+                      micro_batch_size=1 if case == "micro" else None,
+                      advantage="kg_r1_turn" if case == "turn:" else "grpo")
     module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro", "full") else case), lambda: None,
                          config)
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
