@@ -156,17 +156,31 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float = 1.0, lam: 
     return adv, (adv + values) * m
 
 
-def whiten(x: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
+def masked_moments(x: Tensor, mask: Tensor) -> Tensor:
+    """``[count, sum, sum of squares]`` of the masked entries (float64): what
+    :func:`whiten` needs, summable over data-parallel processes.
+
+    >>> masked_moments(torch.tensor([[1.0, 2.0, 3.0, 7.0]]), torch.tensor([[1, 1, 1, 0]])).tolist()
+    [3.0, 6.0, 14.0]
+    """
+    m, x = mask.double(), x.double()
+    return torch.stack([m.sum(), (x * m).sum(), (x * x * m).sum()])
+
+
+def whiten(x: Tensor, mask: Tensor, eps: float = 1e-8, moments: Tensor | None = None) -> Tensor:
     """``(x − mean) / std`` over the masked entries (verl's ``masked_whiten``), 0 elsewhere.
+
+    ``moments`` (:func:`masked_moments`, summed over processes) gives the statistics of
+    the whole batch when ``x`` is one process's share of it; default: ``x``'s own.
 
     >>> whiten(torch.tensor([[1.0, 2.0, 3.0, 7.0]]), torch.tensor([[1, 1, 1, 0]])).round(decimals=4)
     tensor([[-1.2247,  0.0000,  1.2247,  0.0000]])
     """
-    m = mask.float()
-    n = m.sum().clamp(min=1)
-    mean = (x * m).sum() / n
-    var = (((x - mean) * m) ** 2).sum() / n
-    return (x - mean) * torch.rsqrt(var + eps) * m
+    n, total, squares = (masked_moments(x, mask) if moments is None else moments).tolist()
+    n = max(n, 1.0)
+    mean = total / n
+    var = max(squares / n - mean * mean, 0.0)
+    return (x - mean) * (var + eps) ** -0.5 * mask.to(x.dtype)
 
 
 def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor,

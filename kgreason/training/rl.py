@@ -32,6 +32,7 @@ from kgreason.rl import (
     aggregation_units,
     gae,
     get_advantage,
+    masked_moments,
     policy_loss,
     sampler_mismatch,
     terminal_rewards,
@@ -353,7 +354,7 @@ class RLLitModule(L.LightningModule):
         rank, world = self._world
         # trainer=fsdp: the policy gathered whole while each process plays and scores its own
         # questions (their forwards then need no collective); resharded before the update
-        with gathered(self.model, getattr(self.policy, "reference_model", None)):
+        with gathered(self.model, getattr(self.policy, "reference_model", None), self.critic):
             # data parallel: every process reads the same stream and plays its share of the
             # batch's questions (whole groups stay in one process: their advantages need them)
             exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
@@ -362,6 +363,8 @@ class RLLitModule(L.LightningModule):
             logs["train/rollout_s"] = time.perf_counter() - t0
             logs["train/samples_kept"] = float(len(kept.samples))
             data = self._scored_batch(kept, logs) if kept.samples else None
+        if self.critic is not None and self.cfg.critic.whiten:
+            self._whiten_advantages(data)
         if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
             logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/lr"] = float(self._optimizers()[0].param_groups[0]["lr"])
@@ -439,9 +442,20 @@ class RLLitModule(L.LightningModule):
             values = self._in_chunks(batch, lambda sl: self.critic(batch.input_ids[sl], batch.attention_mask[sl]).float())
         batch.old_values = values * batch.loss_mask
         rewards = terminal_rewards(outcome.to(batch.loss_mask.device), batch.loss_mask)
-        adv, batch.returns = gae(rewards, batch.old_values, batch.loss_mask, settings.gamma, settings.lam)
-        batch.advantages = whiten(adv, batch.loss_mask) if settings.whiten else adv
+        # whitened in training_step, with the statistics of every process's rows
+        batch.advantages, batch.returns = gae(rewards, batch.old_values, batch.loss_mask, settings.gamma, settings.lam)
         return batch
+
+    def _whiten_advantages(self, data: TrainingBatch | None) -> None:
+        """PPO: whiten the GAE advantages over the whole batch. Under data parallelism every
+        process calls it (one with no rows adds zeros), so that each whitens its share with
+        the combined batch's mean and spread, as one process would."""
+        moments = (masked_moments(data.advantages, data.loss_mask) if data is not None
+                   else torch.zeros(3, dtype=torch.float64))
+        if self._world[1] > 1:
+            moments = self.trainer.strategy.reduce(moments, reduce_op="sum")
+        if data is not None:
+            data.advantages = whiten(data.advantages, data.loss_mask, moments=moments)
 
     def _in_chunks(self, data: TrainingBatch, fn: Callable[[slice], torch.Tensor]) -> torch.Tensor:
         """``fn`` over ``data``'s rows a mini-batch at a time (the no-grad scoring passes),
@@ -575,7 +589,10 @@ class RLLitModule(L.LightningModule):
         if not is_sharded(self.model):
             return sum(p.sum() for p in self._trained_parameters()) * 0.0
         ids = torch.ones(1, 2, dtype=torch.long, device=self.policy.device)
-        return self.policy.token_logprobs(ids, torch.ones_like(ids))[0].sum() * 0.0
+        loss = self.policy.token_logprobs(ids, torch.ones_like(ids))[0].sum() * 0.0
+        if self.critic is not None:
+            loss = loss + self.critic(ids, torch.ones_like(ids)).sum() * 0.0
+        return loss
 
     def _trained_parameters(self) -> Iterator[torch.nn.Parameter]:
         yield from self.policy.parameters()

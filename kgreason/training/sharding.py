@@ -41,17 +41,16 @@ def is_sharded(model: torch.nn.Module) -> bool:
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The decoder layers of a (peft-wrapped) Hugging Face causal LM.
+    """The decoder layers of a (peft-wrapped) Hugging Face causal LM or of a module holding
+    its decoder (PPO's critic): the first module list named ``layers``.
 
     Raises:
-        ConfigError: the model has no ``layers`` list under its decoder.
+        ConfigError: the model has no such list.
     """
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
-    layers = getattr(decoder, "layers", None)
-    if layers is None:
-        raise ConfigError(f"trainer=fsdp shards a causal LM by its decoder layers; {type(base).__name__} has none")
-    return list(layers)
+    for name, module in model.named_modules():
+        if name.rsplit(".", 1)[-1] == "layers" and isinstance(module, torch.nn.ModuleList):
+            return list(module)
+    raise ConfigError(f"trainer=fsdp shards a model by its decoder layers; {type(model).__name__} has none")
 
 
 def shard_policy(policy: Any, mesh: Any) -> None:
@@ -94,8 +93,12 @@ def shard_for_strategy(module: Any) -> None:
     """A Lightning module's ``configure_model``: shard its ``policy`` when the trainer's
     strategy gives it a device mesh (``trainer=fsdp``); otherwise nothing."""
     mesh = getattr(module, "_device_mesh", None)
-    if mesh is not None:
-        shard_policy(module.policy, mesh["data_parallel"])
+    if mesh is None:
+        return
+    shard_policy(module.policy, mesh["data_parallel"])
+    critic = getattr(module, "critic", None)
+    if critic is not None and not is_sharded(critic):  # PPO's value model, sharded as the policy
+        _shard(critic, mesh["data_parallel"])
 
 
 @contextlib.contextmanager
@@ -129,13 +132,10 @@ def check_fsdp_config(cfg: Any) -> None:
     """Refuse what ``trainer=fsdp`` does not run yet, naming what does.
 
     Raises:
-        ConfigError: a learned critic, or an engine other than ``hf``.
+        ConfigError: an engine other than ``hf``.
     """
     if str((cfg.get("trainer") or {}).get("strategy")) != "fsdp":
         return
-    objective = cfg.get("objective") or {}
-    if objective.get("critic") is not None:
-        raise ConfigError("trainer=fsdp does not shard PPO's critic yet (objective=ppo); use trainer=ddp")
     engine = str((cfg.get("engine") or {}).get("_target_", ""))
     if engine and not engine.endswith("HFEngine"):
         raise ConfigError(f"trainer=fsdp rolls out with engine=hf (the gathered policy), not "

@@ -75,8 +75,8 @@ class FixedExperience:
 
 #: "micro": all rows, in passes of one row per process (micro_batch_size=1); "full": full
 #: fine-tuning, the KL taken against a frozen copy (sharded too under FSDP); "turn:": KG-R1's
-#: turn-level advantage (GRPO is every other case's)
-CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:")
+#: turn-level advantage; "ppo": GAE over a learned critic's values (GRPO is every other case's)
+CASES = ("all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:", "ppo")
 
 
 def strategy(devices: int, kind: str) -> object:
@@ -97,14 +97,20 @@ def train(devices: int, case: str, kind: str = "ddp") -> tuple[L.Trainer, dict[s
     # mini_batch_size counts rows over all processes: one update per epoch here, as in one process
     config = RLConfig(mini_batch_size=8, ppo_epochs=2, lr=1e-3, kl_coef=0.01, iterations=2,
                       micro_batch_size=1 if case == "micro" else None,
-                      advantage="kg_r1_turn" if case == "turn:" else "grpo")
-    module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro", "full") else case), lambda: None,
-                         config)
+                      advantage={"turn:": "kg_r1_turn", "ppo": "gae"}.get(case, "grpo"),
+                      critic={"lr": 1e-3} if case == "ppo" else None)
+    module = RLLitModule(policy, FixedExperience(None if case in ("all", "micro", "full", "ppo") else case),
+                         lambda: None, config)
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, DataLoader(UniformStream(questions, batch_size=4), batch_size=None))
-    return trainer, policy.adapter_state()  # whole, gathered from the shards under FSDP
+    weights = policy.adapter_state()  # whole, gathered from the shards under FSDP
+    if module.critic is not None:  # the critic's trained weights too
+        critic = {k: v.detach() for k, v in module.critic.state_dict().items()}
+        weights.update({f"critic.{k}": v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
+                        for k, v in critic.items() if "lora" in k or k.startswith("head")})
+    return trainer, weights
 
 
 

@@ -33,7 +33,7 @@ def runs(tmp_path_factory) -> Path:
 def test_two_processes_update_as_one_on_the_combined_batch(runs, kind):
     one = torch.load(runs / "weights_1.pt")
     two = torch.load(runs / ("weights_2.pt" if kind == "ddp" else "weights_2_fsdp.pt"))
-    assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:"}
+    assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:", "ppo"}
     for case in one:
         if case == "full":  # every weight trained: they moved from the tiny model's initial ones
             start = CausalLMPolicy.tiny(lora=None).model.state_dict()

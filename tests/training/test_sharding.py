@@ -12,7 +12,6 @@ from kgreason.training.sharding import decoder_layers, held_weights, is_sharded
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    (["method=kg_r1", "ablation_row=kg_r1_ppo"], r"does not shard PPO's critic yet"),
     (["method=kg_r1", "engine=ct2"], r"rolls out with engine=hf .*not CT2Engine"),
 ])
 def test_what_fsdp_does_not_run_yet_is_refused_at_compose_time(overrides, message):
