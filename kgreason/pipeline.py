@@ -513,7 +513,7 @@ def sweep_jobs(overrides: list[str], limit: int = MAX_CHECKED_JOBS) -> list[list
 def config_dirs(argv: list[str]) -> list[str]:
     """The folders ``--config-dir``/``-cd`` add to Hydra's config search path.
 
-    >>> config_dirs(["-cd", "mine", "method=kg_r1", "--config-dir=theirs"])
+    >>> config_dirs(["-cd", "mine", "method=mine", "--config-dir=theirs"])
     ['mine', 'theirs']
     """
     out = []
@@ -529,7 +529,7 @@ def swept_keys(argv: list[str], sweeper_params: Any = None) -> set[str]:
     """The keys a ``-m`` sweep varies: the command line's sweeps and ``hydra.sweeper.params``
     (an ``ablation`` config's rows).
 
-    >>> sorted(swept_keys(["-m", "method=kg_r1", "reward=f1,em", "seed=range(2)"], {"ablation_row": "a,b"}))
+    >>> sorted(swept_keys(["-m", "method=mine", "reward=f1,em", "seed=range(2)"], {"ablation_row": "a,b"}))
     ['ablation_row', 'reward', 'seed']
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser

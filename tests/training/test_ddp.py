@@ -43,8 +43,12 @@ def test_two_processes_update_as_one_on_the_combined_batch(runs, kind):
             assert max(float(v.abs().max()) for v in lora_b) > 1e-3, case  # the updates moved the weights
         # the processes hold different token counts: averaging their mean losses would miss by ~1e-2
         assert one[case].keys() == two[case].keys()
+        # full fine-tuning: Adam scales a weight's step by its gradient's size, so a weight whose
+        # gradient is near 0 turns reduction-order noise into steps of up to lr × 0.1 (4 steps
+        # move a weight by at most 4·10⁻³; half a gradient missing would miss by about that)
+        atol = 1e-4 if case == "full" else 5e-6
         for k in one[case]:
-            torch.testing.assert_close(two[case][k], one[case][k], rtol=0, atol=5e-6, msg=f"{case}: {k}")
+            torch.testing.assert_close(two[case][k], one[case][k], rtol=0, atol=atol, msg=f"{case}: {k}")
     # passes of one row (a process with fewer rows makes zero-loss passes) update as one pass
     for k in one["all"]:
         torch.testing.assert_close(one["micro"][k], one["all"][k], rtol=0, atol=5e-6, msg=f"micro: {k}")
