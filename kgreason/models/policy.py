@@ -116,12 +116,11 @@ class CausalLMPolicy:
 
     def adapter_state(self) -> dict[str, Tensor]:
         """The trainable weights (the adapters, or everything when fully fine-tuned)."""
-        from kgreason.training.sharding import full_state, is_sharded
+        from kgreason.training.sharding import full_state
 
         names = {n for n, p in self.model.named_parameters() if p.requires_grad}
-        state = {k: v.detach() for k, v in self.model.state_dict().items() if k in names}
-        if is_sharded(self.model):  # trainer=fsdp: every process gathers, each gets the whole
-            state = full_state(state)
+        # trainer=fsdp: every process gathers the shards (a collective), each gets the whole
+        state = full_state({k: v.detach() for k, v in self.model.state_dict().items() if k in names})
         return {k: v.clone() for k, v in state.items()}
 
     def merge_lora(self) -> None:

@@ -435,7 +435,7 @@ class RLLitModule(L.LightningModule):
     def _critic_advantages(self, batch: TrainingBatch, outcome: torch.Tensor) -> TrainingBatch:
         """PPO: the critic's values at sampling time, GAE over the policy's tokens with the
         trajectory-level reward on the last one (KG-R1's "w PPO" sets the turn rewards'
-        weight to 0), whitened over the batch as verl does."""
+        weight to 0); :meth:`_whiten_advantages` whitens them over the whole batch, as verl does."""
         settings = self.cfg.critic
         assert self.critic is not None and isinstance(settings, CriticSettings)
         with self.policy.autocast(self.bf16):

@@ -34,10 +34,12 @@ def fsdp_units(model: torch.nn.Module) -> list[Any]:
 
 
 def is_sharded(model: torch.nn.Module) -> bool:
-    """Whether ``model`` (or a module in it) is sharded by FSDP2."""
+    """Whether ``model`` is sharded by FSDP2: :func:`shard_policy` always makes the whole
+    model the root unit, so the root says it, without a walk over every module (this is
+    asked on every log-prob pass)."""
     from torch.distributed.fsdp import FSDPModule
 
-    return isinstance(model, FSDPModule) or bool(fsdp_units(model))
+    return isinstance(model, FSDPModule)
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:

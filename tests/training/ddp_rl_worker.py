@@ -35,7 +35,7 @@ from kgreason.training import (
     leave_process_group,
 )
 from kgreason.training.experience import Experience
-from kgreason.training.sharding import held_weights
+from kgreason.training.sharding import full_state, held_weights
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -107,9 +107,8 @@ def train(devices: int, case: str, kind: str = "ddp") -> tuple[L.Trainer, dict[s
     trainer.fit(module, DataLoader(UniformStream(questions, batch_size=4), batch_size=None))
     weights = policy.adapter_state()  # whole, gathered from the shards under FSDP
     if module.critic is not None:  # the critic's trained weights too
-        critic = {k: v.detach() for k, v in module.critic.state_dict().items()}
-        weights.update({f"critic.{k}": v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
-                        for k, v in critic.items() if "lora" in k or k.startswith("head")})
+        trained = {k: v.detach() for k, v in module.critic.state_dict().items() if "lora" in k or k.startswith("head")}
+        weights.update({f"critic.{k}": v.clone() for k, v in full_state(trained).items()})
     return trainer, weights
 
 
