@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[dev,docs,servers,serve,runner,loggers,faiss,models,ct2]'
+	$(PIP) install -q -c constraints.txt -e '.[dev,docs,servers,serve,runner,loggers,faiss,models,ct2,ort]'
 	$(PY) -m kgreason.models.install
 	$(PIP) check
 	touch $(STAMP)

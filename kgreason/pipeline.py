@@ -382,6 +382,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # decided from the host's declared capabilities, so known before any stage runs
     results["precision"] = stage_precisions(p.policy.bf16, cfg.sft.get("bf16"), cfg.objective.get("bf16"),
                                             p.policy.device)
+    decodes_in = getattr(p.engine, "precision", None)  # an engine on its own weights copy (ct2, ort)
+    if decodes_in:
+        results["precision"].update(rollouts=decodes_in, eval=decodes_in)
     log.info("policy %s; precision %s", type(p.policy.model).__name__,
              ", ".join(f"{k}: {v}" for k, v in results["precision"].items()))
     reports: dict[str, EvalReport] = {}

@@ -106,6 +106,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "lightning.pytorch.loggers.WandbLogger": (("wandb",), "loggers"),
     "kgreason.rollout.VLLMEngine": (("vllm",), "gpu"),
     "kgreason.rollout.CT2Engine": (("ctranslate2",), "ct2"),
+    "kgreason.rollout.ORTEngine": (("onnxruntime_genai",), "ort"),
 }
 
 

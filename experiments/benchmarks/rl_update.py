@@ -1,6 +1,6 @@
 """One LoRA GRPO update of SmolLM2 (16 × 768 tokens): kgreason vs TRL's GRPOTrainer.
 
-    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4] [--side both|precision|...]
+    python experiments/benchmarks/rl_update.py [--seqs 16] [--len 768] [--mini 4] [--side both|all|precision|...]
 
 Both sides do the same work on the same model (bf16 base weights, LoRA r=16 on the
 attention projections of every layer, bf16 autocast), the same random token batch and
@@ -10,6 +10,10 @@ reference log-probs (adapters disabled), then one clipped-surrogate step with k3
 ``GRPOTrainer``'s own log-prob and loss code on these tensors, so generation is left out
 on both sides. Each side runs in its own child process, so each peak RSS (``ru_maxrss``)
 is its own. TRL is only needed here: ``pip install -e '.[bench]'``.
+
+``--side all`` adds both sides in float32 (float32 weights, no autocast) to the default
+comparison: equal precision twice, and each side's default (``bf16: auto`` for
+kgreason, which on an AMX or GPU host is bf16 weights, as TRL's bf16 side).
 
 ``--side precision`` runs kgreason's update twice instead, float32 weights both times:
 in float32, and under bf16 autocast (``objective.bf16=true``: the RL stage's log-prob
@@ -81,8 +85,9 @@ def run_trl(args: argparse.Namespace) -> float:
         raise SystemExit(f"TRL side needs the bench extra (pip install -e '.[bench]'): {e}") from e
     from kgreason.models.loading import load_causal_lm, load_tokenizer
 
+    float32 = args.side == "trl-float32"
     tok = load_tokenizer("smollm2-135m-instruct")
-    model = load_causal_lm(dtype=torch.bfloat16)
+    model = load_causal_lm(dtype=torch.float32 if float32 else torch.bfloat16)
     ids, mask, adv, start = batch(args.seqs, args.len, len(tok))
     with tempfile.TemporaryDirectory() as out:
         cfg = GRPOConfig(output_dir=out, use_cpu=True, per_device_train_batch_size=args.mini,
@@ -103,7 +108,7 @@ def run_trl(args: argparse.Namespace) -> float:
         ones = torch.ones_like(prompt)
         keep = args.len - start
         t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not float32):
             with torch.no_grad():
                 old = trainer._get_per_token_logps_and_entropies(net, ids, torch.ones_like(ids), keep,
                                                                  batch_size=args.mini)[0]
@@ -135,23 +140,26 @@ def main() -> int:
     ap.add_argument("--len", type=int, default=768)
     ap.add_argument("--mini", type=int, default=4)
     ap.add_argument("--side", default="both",
-                    choices=["both", "precision", "kgreason", "trl", "kgreason-float32", "kgreason-bf16-autocast"])
+                    choices=["both", "all", "precision", "kgreason", "trl", "kgreason-float32", "trl-float32",
+                             "kgreason-bf16-autocast"])
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.manual_seed(0)
-    if args.side not in ("both", "precision"):
-        secs = (run_trl if args.side == "trl" else run_kgreason)(args)
+    if args.side not in ("both", "all", "precision"):
+        secs = (run_trl if args.side.startswith("trl") else run_kgreason)(args)
         res = {"side": args.side, "seconds": secs, "tokens_per_s": args.seqs * args.len / secs,
                "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2}
         print(json.dumps(res) if args.json else res)
         return 0
-    sides = ["kgreason", "trl"] if args.side == "both" else ["kgreason-bf16-autocast", "kgreason-float32"]
-    rows = [child(side, args) for side in sides]
+    pairs = {"both": [("kgreason", "trl")], "precision": [("kgreason-bf16-autocast", "kgreason-float32")],
+             "all": [("kgreason", "trl"), ("kgreason-float32", "trl-float32")]}[args.side]
+    rows = {side: child(side, args) for pair in pairs for side in pair}
     print(f"LoRA GRPO update, SmolLM2-135M, {args.seqs} x {args.len} tokens, mini-batches of {args.mini}")
     print("| implementation | seconds | training tokens/s | peak RSS GB |\n|---|---|---|---|")
-    for r in rows:
+    for r in rows.values():
         print(f"| {r['side']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {r['rss_gb']:.2f} |")
-    print(f"ratio ({sides[0]} / {sides[1]} tokens/s): {rows[0]['tokens_per_s'] / rows[1]['tokens_per_s']:.2f}x")
+    for a, b in pairs:
+        print(f"ratio ({a} / {b} tokens/s): {rows[a]['tokens_per_s'] / rows[b]['tokens_per_s']:.2f}x")
     return 0
 
 

@@ -3,13 +3,13 @@ the engines side by side.
 
     python experiments/benchmarks/rollout_speed.py [--model smollm2|tiny] [--n 8] [--turns 3] [--tokens 64] [--group] [--bf16 auto|true|false]
         [--checkpoint RUN/checkpoints/policy_sft.pt [--preset demo]]
-    python experiments/benchmarks/rollout_speed.py --engines hf,ct2-float32,ct2-int8 [--sizes 1,8,32] [--agreement 200]
+    python experiments/benchmarks/rollout_speed.py --engines hf,ort,ct2-float32,ct2-int8 [--sizes 1,8,32] [--agreement 200]
         [--checkpoint ...] [--turns 3] [--tokens 96]
 
 ``--engines``: the same lock-step rollouts (dev questions, greedy, the KG-R1 action space
 on the embedded demo KB) decoded by each engine at each batch size, with tokens/s and the
-ratio to the first engine, in one run; the time to convert the weights for CTranslate2 is
-timed apart (RL pays it once per iteration). ``--agreement N`` greedily decodes the
+ratio to the first engine, in one run; the time to convert the weights for CTranslate2 and
+ONNX Runtime GenAI is timed apart (RL pays it once per iteration). ``--agreement N`` greedily decodes the
 first-turn prompts of ``N`` demo questions (train, then dev) with every engine and reports
 how many give exactly the first engine's tokens.
 
@@ -42,7 +42,7 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.models.compat import cache_kwargs
-from kgreason.rollout import CT2Engine, Engine, HFEngine, MultiTurnRollout
+from kgreason.rollout import CT2Engine, Engine, HFEngine, MultiTurnRollout, ORTEngine
 from kgreason.rollout.kv_cache import GrowingCache
 
 
@@ -87,12 +87,14 @@ def preset_lora(preset: str) -> LoraSettings:
 
 
 def make_engine(name: str, policy: CausalLMPolicy) -> Engine:
-    """``hf`` or ``ct2-<compute type>``."""
+    """``hf``, ``ort`` or ``ct2-<compute type>``."""
     if name == "hf":
         return HFEngine(policy)
+    if name == "ort":
+        return ORTEngine(policy)
     if name.startswith("ct2-"):
         return CT2Engine(policy, compute_type=name[4:])
-    raise SystemExit(f"unknown engine {name!r}: hf, ct2-float32, ct2-int8_float32, ct2-int8")
+    raise SystemExit(f"unknown engine {name!r}: hf, ort, ct2-float32, ct2-int8_float32, ct2-int8")
 
 
 def compare_engines(policy: CausalLMPolicy, names: list[str], sizes: list[int], turns: int, tokens: int,
@@ -105,7 +107,7 @@ def compare_engines(policy: CausalLMPolicy, names: list[str], sizes: list[int], 
         t0 = time.perf_counter()
         engines[name] = make_engine(name, policy)
         engines[name].generate([policy.chat_ids([{"role": "user", "content": "hi"}])], max_new_tokens=2)
-        print(f"{name}: ready in {time.perf_counter() - t0:.1f} s (conversion and load for ct2)")
+        print(f"{name}: ready in {time.perf_counter() - t0:.1f} s (conversion and load for ct2 and ort)")
     print(f"\nlock-step greedy rollouts, KG-R1 on the demo KB, H={turns}, {tokens} new tokens/turn")
     print("| batch | " + " | ".join(f"{n} tok/s" for n in names) + " | " +
           " | ".join(f"{n} / {names[0]}" for n in names[1:]) + " |")
@@ -122,7 +124,7 @@ def compare_engines(policy: CausalLMPolicy, names: list[str], sizes: list[int], 
               " | ".join(f"{v / speeds[0]:.2f}x" for v in speeds[1:]) + " |")
     for name in names:
         eng = engines[name]
-        if isinstance(eng, CT2Engine):
+        if isinstance(eng, CT2Engine | ORTEngine):
             t0 = time.perf_counter()
             with torch.no_grad():  # an RL update: the adapters change in place
                 next(p for p in policy.parameters()).add_(0.0)

@@ -3,7 +3,7 @@
     python experiments/benchmarks/sampler_mismatch.py [--n 8] [--tokens 48]
 
 SmolLM2-135M (float32 weights) samples the first turn of ``n`` KG-R1 demo dev questions
-with each engine (HF, CTranslate2 float32, CTranslate2 int8) at temperature 1.0 and 0.7;
+with each engine (HF, CTranslate2 float32 and int8, ONNX Runtime GenAI float32) at temperature 1.0 and 0.7;
 the trainer scores the same tokens at the same temperature in float32 and under bf16
 autocast (``objective.bf16``). For each cell: the mean ``|Δ log p|`` over the sampled
 tokens and the share of tokens whose ratio ``π_trainer / π_sampler`` leaves PPO's clip
@@ -22,7 +22,7 @@ from kgreason.data import load_dataset, load_demo_kb
 from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy
 from kgreason.rl import sampler_mismatch
-from kgreason.rollout import CT2Engine, HFEngine
+from kgreason.rollout import CT2Engine, HFEngine, ORTEngine
 
 
 def main() -> int:
@@ -35,7 +35,8 @@ def main() -> int:
     prompts = [policy.chat_ids(make_env("kg_r1", kb).reset(s)) for s in load_dataset("demo", split="dev")[: args.n]]
     engines = {"hf": lambda t: HFEngine(policy, temperature=t),
                "ct2 float32": lambda t: CT2Engine(policy, compute_type="float32", temperature=t),
-               "ct2 int8": lambda t: CT2Engine(policy, compute_type="int8", temperature=t)}
+               "ct2 int8": lambda t: CT2Engine(policy, compute_type="int8", temperature=t),
+               "ort float32": lambda t: ORTEngine(policy, temperature=t)}
     print(f"SmolLM2-135M float32 weights, {args.n} first turns of KG-R1 demo dev questions, "
           f"≤ {args.tokens} tokens each")
     print("| engine | temperature | trainer | tokens | mean abs Δ log p | outside [0.8, 1.2] |\n|---|---|---|---|---|---|")

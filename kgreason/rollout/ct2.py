@@ -4,7 +4,7 @@ A 135M model decoded by eager PyTorch on a CPU spends most of each step in per-o
 overhead; CTranslate2 runs the same decoder as fused C++ kernels (int8 GEMMs on CPU).
 The engine keeps a converted copy of the policy and converts again when the policy's
 weights change (after RL updates, a LoRA merge, a loaded checkpoint); see
-``docs/benchmarks.md`` for the speed, the greedy agreement with :class:`HFEngine` and the
+``docs/notes/benchmarks-log.md`` for the speed, the greedy agreement with :class:`HFEngine` and the
 conversion cost.
 """
 
@@ -118,6 +118,7 @@ class CT2Engine(Engine):
         self.policy = policy
         self.tokenizer = policy.tokenizer
         self.compute_type = compute_type
+        self.precision = compute_type
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
@@ -155,7 +156,7 @@ class CT2Engine(Engine):
 
         # The rows' common prefix (the system prompt and tool list; in a GRPO group the
         # question too) is encoded once for the batch instead of once per row: 1.9-2.6x
-        # faster on 8-32 KG-R1 prompts, same tokens at float32 (docs/benchmarks.md).
+        # faster on 8-32 KG-R1 prompts, same tokens at float32 (docs/notes/benchmarks-log.md).
         # Not cached across calls: a group's prefix names its question, and the
         # generator's prompt cache has no eviction.
         # at least one token per row left to start decoding from

@@ -40,9 +40,13 @@ class Engine(abc.ABC):
             log-probs (the RL update then skips recomputing them). Engines with their own
             kernels (CTranslate2, vLLM) are corrected by truncated importance sampling
             instead (:mod:`kgreason.rl.correction`).
+        precision: what an engine with its own copy of the weights decodes in
+            (``"float32"``, ``"int8"``; ``None``: the policy's own precision), as
+            ``results.json`` records it.
     """
 
     scores_like_trainer: bool = False
+    precision: str | None = None
 
     @abc.abstractmethod
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),

@@ -392,3 +392,14 @@ def test_two_nodes_started_by_torchrun_train_as_one_run(tmp_path):
     rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert len([r for r in rows if r["stage"] == "train"]) == 8  # 2 iterations × 2 questions × N=2, from both nodes
     assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4
+
+
+def test_the_record_names_an_int8_engine_not_the_float32_policy(tmp_path):
+    pytest.importorskip("ctranslate2")
+    out = tmp_path / "int8"
+    p = run("method=kg_r1", "preset=smoke", "engine=ct2", "engine.compute_type=int8", "rl.iterations=1",
+            "eval.untrained=false", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["precision"]["rollouts"] == res["precision"]["eval"] == "int8"
+    assert res["precision"]["rl"] == "float32"  # the tiny policy trains in float32

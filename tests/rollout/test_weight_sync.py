@@ -11,7 +11,7 @@ import torch
 
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.models.version import mark_changed, weights_version
-from kgreason.rollout import CT2Engine, HFEngine
+from kgreason.rollout import CT2Engine, HFEngine, ORTEngine
 
 pytest.importorskip("ctranslate2")
 
@@ -49,6 +49,21 @@ def test_engines_generate_from_the_weights_after_every_step(kind):
         assert greedy(ct2, ps) == outputs[-1], f"CT2 generated from stale weights after {kind} step {step}"
         assert ct2.syncs == step + 2
     assert len({str(o) for o in outputs}) > 1  # the steps changed what the policy says
+
+
+@pytest.mark.parametrize("kind", list(OPTIMISERS))
+def test_ort_generates_from_the_weights_after_every_step(kind):
+    pytest.importorskip("onnxruntime_genai")
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=0)
+    ps = [policy.chat_ids([{"role": "user", "content": f"question {i}"}]) for i in range(2)]
+    opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=0.5, **OPTIMISERS[kind])
+    ort, hf = ORTEngine(policy), HFEngine(policy)
+    assert greedy(ort, ps) == greedy(hf, ps)
+    for step in range(3):
+        one_step(policy, opt, ps)
+        assert greedy(ort, ps) == greedy(hf, ps), f"ORT generated from stale weights after {kind} step {step}"
+        assert ort.syncs == step + 2
 
 
 def test_a_write_through_data_is_declared_with_mark_changed():
