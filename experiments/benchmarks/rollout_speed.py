@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import torch
 
@@ -73,17 +72,14 @@ def bare_generate_ratios(policy: CausalLMPolicy, prompts: list[list[int]], token
             "step_ms_all": (t_all - p_all) / steps * 1e3}
 
 
-def preset_lora(preset: str) -> LoraSettings:
-    """The LoRA settings ``kgreason/conf/preset/<preset>.yaml`` trains with."""
-    from omegaconf import OmegaConf
+def preset_lora(preset: str, method: str = "kg_r1") -> LoraSettings:
+    """The LoRA settings ``method=<method> preset=<preset>`` trains with."""
+    from kgreason.config import compose_config
 
-    path = Path(__file__).resolve().parents[1] / "conf" / "preset" / f"{preset}.yaml"
-    if not path.exists():
-        raise SystemExit(f"no preset {preset!r} at {path}")
-    lora = OmegaConf.select(OmegaConf.load(path), "model.policy.lora")
+    lora = compose_config([f"method={method}", f"preset={preset}"]).model.policy.get("lora")
     if not lora:
-        raise SystemExit(f"preset {preset!r} sets no model.policy.lora")
-    return LoraSettings(**lora)
+        raise SystemExit(f"method={method} preset={preset} sets no model.policy.lora")
+    return LoraSettings(**{k: v for k, v in lora.items() if k != "_target_"})
 
 
 def make_engine(name: str, policy: CausalLMPolicy) -> Engine:
