@@ -53,6 +53,7 @@ demo: $(STAMP)
 
 # Each script prints its figures measured side by side in one run (see docs/benchmarks.md).
 bench: $(STAMP) system-deps
+	$(PY) experiments/benchmarks/limits.py
 	$(PY) experiments/benchmarks/kb_latency.py
 	$(PY) experiments/benchmarks/oracle_kg_r1.py
 	$(PY) experiments/benchmarks/env_overhead.py

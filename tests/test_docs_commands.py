@@ -1,6 +1,8 @@
 """Every ``python experiments/run.py ...`` command the docs show composes and passes the
 runner's checks (the precheck every command line gets before anything loads): an override
-renamed or removed in the code shows up here, not in a reader's terminal."""
+renamed or removed in the code shows up here, not in a reader's terminal. The benchmark
+scripts and ``python -m kgreason...`` tools a page runs exist and define every option it
+passes."""
 
 from __future__ import annotations
 
@@ -77,3 +79,46 @@ def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path):
             return
         pytest.fail(f"{page}: {command}\n  {e}")
     assert command not in REFUSED, f"{page} shows {command!r} refused; it runs now"
+
+
+def tool_commands(text: str) -> list[str]:
+    """The benchmark-script and ``python -m kgreason...`` commands in a page's code."""
+    found = []
+    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        found += [line.strip() for line in joined.splitlines()]
+    found += re.findall(r"`([^`\n]*)`", text)
+    pattern = re.compile(r"python (experiments/benchmarks/\w+\.py|-m kgreason[\w.]*)(.*)")
+    return [" ".join((m.group(1) + m.group(2).split(" #")[0]).split()) for c in found if (m := pattern.match(c))]
+
+
+TOOL_COMMANDS = sorted({(page.relative_to(ROOT).as_posix(), c) for page in PAGES
+                        for c in tool_commands(page.read_text(encoding="utf-8"))})
+
+
+def tool_source(target: str) -> Path | None:
+    """The file a ``python <script>`` or ``python -m <module>`` command runs."""
+    if target.endswith(".py"):
+        return ROOT / target
+    spec = importlib.util.find_spec(target.removeprefix("-m "))
+    if spec is None or spec.origin is None:
+        return None
+    if spec.submodule_search_locations:  # a package runs its __main__
+        return Path(spec.origin).with_name("__main__.py")
+    return Path(spec.origin)
+
+
+def test_the_docs_show_tool_commands():
+    assert len(TOOL_COMMANDS) > 40
+
+
+@pytest.mark.parametrize(("page", "command"), TOOL_COMMANDS)
+def test_every_docs_tool_command_names_a_script_and_its_options(page, command):
+    """A benchmark script or module a page runs exists, and each ``--option`` it passes is
+    one the script's own parser defines (renamed options show up here)."""
+    target = " ".join(command.split(" ")[:2]) if command.startswith("-m ") else command.split(" ")[0]
+    source = tool_source(target)
+    assert source is not None and source.exists(), f"{page}: {command}: no {target}"
+    code = source.read_text(encoding="utf-8")
+    for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", command[len(target):]):
+        assert f'"{option}"' in code or f"'{option}'" in code, f"{page}: {command}: {target} has no {option}"

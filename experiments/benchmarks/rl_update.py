@@ -90,7 +90,7 @@ def run_trl(args: argparse.Namespace) -> float:
     model = load_causal_lm(dtype=torch.float32 if float32 else torch.bfloat16)
     ids, mask, adv, start = batch(args.seqs, args.len, len(tok))
     with tempfile.TemporaryDirectory() as out:
-        cfg = GRPOConfig(output_dir=out, use_cpu=True, per_device_train_batch_size=args.mini,
+        cfg = GRPOConfig(output_dir=out, use_cpu=True, bf16=not float32, per_device_train_batch_size=args.mini,
                          num_generations=args.mini, beta=BETA, loss_type="grpo", learning_rate=LR,
                          max_grad_norm=1.0, gradient_checkpointing=False, report_to="none",
                          max_completion_length=args.len - start, logging_steps=10 ** 6)
