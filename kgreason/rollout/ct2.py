@@ -118,7 +118,6 @@ class CT2Engine(Engine):
         self.policy = policy
         self.tokenizer = policy.tokenizer
         self.compute_type = compute_type
-        self.precision = compute_type
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
@@ -174,6 +173,10 @@ class CT2Engine(Engine):
         # the callback saw every token the results hold, in order (stop strings end a row early)
         return [finish_generation(tok, list(r.sequences_ids[0]), stops, max_new_tokens, None if tempered else lp)
                 for r, lp in zip(results, logprobs, strict=True)]
+
+    @property
+    def precision(self) -> str:  # type: ignore[override]  # what results.json records for its rollouts
+        return self.compute_type
 
     def _current(self):
         """The generator, converted again whenever the policy's weights changed."""
