@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from kgreason.rollout.engine import (
     Generation,
     common_prefix_len,
     finish_generation,
+    scratch_dir,
     weights_version,
 )
 
@@ -188,9 +188,9 @@ class CT2Engine(Engine):
     def _sync(self, version: WeightsVersion) -> None:
         ct2 = _ctranslate2()
         t0 = time.perf_counter()
-        # tmpfs where there is one: the files are read once, then deleted
-        root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        directory = tempfile.mkdtemp(prefix="kgreason-ct2-", dir=root)
+        # room for a float32 copy (an int8 one is smaller), with a margin
+        need = 2 * sum(p.numel() * 4 for p in self.policy.model.parameters())
+        directory = scratch_dir("kgreason-ct2-", need)
         try:
             convert_to_ctranslate2(self.policy.model, self.tokenizer, directory, self.compute_type)
             self._generator = None  # free the old copy before loading the new one

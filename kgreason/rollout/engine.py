@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -631,6 +632,25 @@ def _cut(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) ->
     text = tok.decode(new[:lo])
     end = _first_stop(text, stop)
     return Generation(new[:lo], text[:end], "stop")
+
+
+def scratch_dir(prefix: str, need_bytes: int) -> str:
+    """A new temporary folder for a weights copy that is written, read once and deleted:
+    on ``/dev/shm`` (memory, no disk write) where it is writable and has ``need_bytes``
+    free, else in the default temporary folder (containers often give ``/dev/shm`` 64 MB).
+
+    >>> import os, shutil
+    >>> d = scratch_dir("kgreason-doc-", need_bytes=10**18)  # more than any tmpfs holds
+    >>> d.startswith("/dev/shm")
+    False
+    >>> shutil.rmtree(d)
+    """
+    import shutil
+    import tempfile
+
+    shm = "/dev/shm"
+    root = shm if os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= need_bytes else None
+    return tempfile.mkdtemp(prefix=prefix, dir=root)
 
 
 def common_prefix_len(prompts: Sequence[Sequence[int]]) -> int:

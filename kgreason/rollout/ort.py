@@ -17,7 +17,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,13 @@ import torch
 from kgreason.errors import KGReasonError
 from kgreason.models.export import merged_copy
 from kgreason.models.version import WeightsVersion
-from kgreason.rollout.engine import Engine, Generation, finish_generation, weights_version
+from kgreason.rollout.engine import (
+    Engine,
+    Generation,
+    finish_generation,
+    scratch_dir,
+    weights_version,
+)
 
 
 def _genai():
@@ -213,9 +218,9 @@ class ORTEngine(Engine):
     def _sync(self, version: WeightsVersion) -> None:
         og = _genai()
         t0 = time.perf_counter()
-        # tmpfs where there is one: the files are read once, then deleted
-        root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        directory = tempfile.mkdtemp(prefix="kgreason-ort-", dir=root)
+        # room for the merged save_pretrained copy and the ONNX copy, float32, with a margin
+        need = 3 * sum(p.numel() * 4 for p in self.policy.model.parameters())
+        directory = scratch_dir("kgreason-ort-", need)
         try:
             export_to_onnx(self.policy.model, self.tokenizer, directory)
             self._model = None  # free the old copy before loading the new one
