@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,14 +19,11 @@ import torch
 
 from kgreason.errors import KGReasonError
 from kgreason.models.export import merged_copy
-from kgreason.models.version import WeightsVersion
 from kgreason.rollout.engine import (
-    Engine,
     Generation,
+    WeightsCopyEngine,
     common_prefix_len,
     finish_generation,
-    scratch_dir,
-    weights_version,
 )
 
 COMPUTE_TYPES = ("int8", "int8_float32", "float32")
@@ -91,7 +86,7 @@ def convert_to_ctranslate2(model, tokenizer, directory: str | os.PathLike, quant
 MIN_STATIC_PREFIX = 16  # shorter shared prefixes are not worth a separate encoding pass
 
 
-class CT2Engine(Engine):
+class CT2Engine(WeightsCopyEngine):
     """:class:`~kgreason.rollout.Engine` on a CTranslate2 copy of the policy.
 
     Args:
@@ -115,17 +110,13 @@ class CT2Engine(Engine):
                  top_k: int = 0, threads: int | None = None):
         _ctranslate2()
         _check_compute_type(compute_type)
-        self.policy = policy
+        super().__init__(policy)
         self.tokenizer = policy.tokenizer
         self.compute_type = compute_type
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
         self.threads = threads or torch.get_num_threads()
-        self.syncs = 0
-        self.sync_seconds = 0.0
-        self._generator: Any = None
-        self._synced: WeightsVersion | None = None  # weights version the generator holds
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -178,34 +169,20 @@ class CT2Engine(Engine):
     def precision(self) -> str:  # type: ignore[override]  # what results.json records for its rollouts
         return self.compute_type
 
-    def _current(self):
-        """The generator, converted again whenever the policy's weights changed."""
-        version = weights_version(self.policy.model)
-        if self._generator is None or version != self._synced:
-            self._sync(version)
-        return self._generator
+    scratch_prefix = "kgreason-ct2-"
+    scratch_copies = 2  # a float32 copy (an int8 one is smaller), with a margin
 
-    def _sync(self, version: WeightsVersion) -> None:
+    def _write(self, directory: str) -> None:
+        convert_to_ctranslate2(self.policy.model, self.tokenizer, directory, self.compute_type)
+
+    def _load(self, directory: str) -> Any:
         ct2 = _ctranslate2()
-        t0 = time.perf_counter()
-        # room for a float32 copy (an int8 one is smaller), with a margin
-        need = 2 * sum(p.numel() * 4 for p in self.policy.model.parameters())
-        directory = scratch_dir("kgreason-ct2-", need)
-        try:
-            convert_to_ctranslate2(self.policy.model, self.tokenizer, directory, self.compute_type)
-            self._generator = None  # free the old copy before loading the new one
-            # CTranslate2 samples with a generator per worker thread, seeded when the
-            # thread first samples; a new Generator has new threads. Seeding from torch's
-            # generator makes a seeded run (and a resumed one: RL checkpoints hold torch's
-            # RNG state) sample the same tokens.
-            ct2.set_random_seed(int(torch.randint(0, 2**31 - 1, ()).item()))
-            self._generator = ct2.Generator(directory, device="cpu", compute_type=self.compute_type,
-                                            intra_threads=self.threads)
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-        self._synced = version
-        self.syncs += 1
-        self.sync_seconds += time.perf_counter() - t0
+        # CTranslate2 samples with a generator per worker thread, seeded when the
+        # thread first samples; a new Generator has new threads. Seeding from torch's
+        # generator makes a seeded run (and a resumed one: RL checkpoints hold torch's
+        # RNG state) sample the same tokens.
+        ct2.set_random_seed(int(torch.randint(0, 2**31 - 1, ()).item()))
+        return ct2.Generator(directory, device="cpu", compute_type=self.compute_type, intra_threads=self.threads)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(compute_type={self.compute_type!r}, "

@@ -634,6 +634,59 @@ def _cut(tokenizer, new: list[int], stop: Sequence[str], max_new_tokens: int) ->
     return Generation(new[:lo], text[:end], "stop")
 
 
+class WeightsCopyEngine(Engine):
+    """An engine that decodes its own converted copy of the policy's weights (CTranslate2,
+    ONNX Runtime GenAI), converting again whenever the policy's weights change.
+
+    Subclasses write the copy into a scratch folder (:meth:`_write`) and load it from
+    there (:meth:`_load`); the folder is deleted once loaded.
+
+    Attributes:
+        syncs: conversions so far; ``sync_seconds`` their total wall time.
+    """
+
+    #: the scratch folder's name prefix, and its room in float32 copies of the weights
+    scratch_prefix = "kgreason-copy-"
+    scratch_copies = 2
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.syncs = 0
+        self.sync_seconds = 0.0
+        self._copy: Any = None
+        self._synced: WeightsVersion | None = None  # weights version the copy holds
+
+    def _write(self, directory: str) -> None:
+        raise NotImplementedError
+
+    def _load(self, directory: str) -> Any:
+        raise NotImplementedError
+
+    def _current(self) -> Any:
+        """The loaded copy, converted again whenever the policy's weights changed."""
+        version = weights_version(self.policy.model)
+        if self._copy is None or version != self._synced:
+            self._sync(version)
+        return self._copy
+
+    def _sync(self, version: WeightsVersion) -> None:
+        import shutil
+        import time
+
+        t0 = time.perf_counter()
+        need = self.scratch_copies * sum(p.numel() * 4 for p in self.policy.model.parameters())
+        directory = scratch_dir(self.scratch_prefix, need)
+        try:
+            self._write(directory)
+            self._copy = None  # free the old copy before loading the new one
+            self._copy = self._load(directory)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        self._synced = version
+        self.syncs += 1
+        self.sync_seconds += time.perf_counter() - t0
+
+
 def scratch_dir(prefix: str, need_bytes: int) -> str:
     """A new temporary folder for a weights copy that is written, read once and deleted:
     on ``/dev/shm`` (memory, no disk write) where it is writable and has ``need_bytes``

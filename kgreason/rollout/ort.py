@@ -17,7 +17,6 @@ import io
 import json
 import os
 import shutil
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,10 @@ import torch
 
 from kgreason.errors import KGReasonError
 from kgreason.models.export import merged_copy
-from kgreason.models.version import WeightsVersion
 from kgreason.rollout.engine import (
-    Engine,
     Generation,
+    WeightsCopyEngine,
     finish_generation,
-    scratch_dir,
-    weights_version,
 )
 
 
@@ -115,7 +111,7 @@ def export_to_onnx(model, tokenizer, directory: str | os.PathLike) -> None:
     config_path.write_text(json.dumps(config, indent=2))
 
 
-class ORTEngine(Engine):
+class ORTEngine(WeightsCopyEngine):
     """:class:`~kgreason.rollout.Engine` on an ONNX Runtime GenAI copy of the policy.
 
     One generator per call decodes the right-padded batch in lock-step; a row leaves the
@@ -142,17 +138,13 @@ class ORTEngine(Engine):
     def __init__(self, policy, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
                  threads: int | None = None):
         _genai()
-        self.policy = policy
+        super().__init__(policy)
         self.tokenizer = policy.tokenizer
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
         self.threads = threads or torch.get_num_threads()
-        self.syncs = 0
-        self.sync_seconds = 0.0
-        self._model: Any = None
         self._pad = pad_id_for(self.tokenizer)
-        self._synced: WeightsVersion | None = None
 
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
@@ -208,31 +200,18 @@ class ORTEngine(Engine):
         return [finish_generation(tok, row, stops, max_new_tokens, lp)
                 for row, lp in zip(made, logprobs, strict=True)]
 
-    def _current(self):
-        """The exported model, exported again whenever the policy's weights changed."""
-        version = weights_version(self.policy.model)
-        if self._model is None or version != self._synced:
-            self._sync(version)
-        return self._model
+    scratch_prefix = "kgreason-ort-"
+    scratch_copies = 3  # the merged save_pretrained copy and the ONNX copy, with a margin
 
-    def _sync(self, version: WeightsVersion) -> None:
+    def _write(self, directory: str) -> None:
+        export_to_onnx(self.policy.model, self.tokenizer, directory)
+
+    def _load(self, directory: str) -> Any:
         og = _genai()
-        t0 = time.perf_counter()
-        # room for the merged save_pretrained copy and the ONNX copy, float32, with a margin
-        need = 3 * sum(p.numel() * 4 for p in self.policy.model.parameters())
-        directory = scratch_dir("kgreason-ort-", need)
-        try:
-            export_to_onnx(self.policy.model, self.tokenizer, directory)
-            self._model = None  # free the old copy before loading the new one
-            config = og.Config(directory)
-            config.overlay(json.dumps({"model": {"decoder": {"session_options": {
-                "intra_op_num_threads": self.threads, "inter_op_num_threads": 1}}}}))
-            self._model = og.Model(config)
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-        self._synced = version
-        self.syncs += 1
-        self.sync_seconds += time.perf_counter() - t0
+        config = og.Config(directory)
+        config.overlay(json.dumps({"model": {"decoder": {"session_options": {
+            "intra_op_num_threads": self.threads, "inter_op_num_threads": 1}}}}))
+        return og.Model(config)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(threads={self.threads})"
