@@ -22,12 +22,17 @@ PLACEHOLDER_VALUE = re.compile(r"^(checkpoint|resume)=")
 THEIR_FILES = {"my_questions.jsonl": "docs/examples/capitals.jsonl"}
 
 
-def commands(text: str) -> list[str]:
-    """The runner commands in a page: code lines (continued with ``\\``) and inline code."""
+def block_lines(text: str) -> list[str]:
+    """The lines of a page's shell code blocks, continuations (``\\``) joined, stripped."""
     found = []
     for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
-        joined = re.sub(r"\\\n\s*", " ", block)
-        found += [line for line in joined.splitlines() if line.strip().startswith("python experiments/run.py")]
+        found += [line.strip() for line in re.sub(r"\\\n\s*", " ", block).splitlines()]
+    return found
+
+
+def commands(text: str) -> list[str]:
+    """The runner commands in a page: code lines (continued with ``\\``) and inline code."""
+    found = [line for line in block_lines(text) if line.startswith("python experiments/run.py")]
     found += re.findall(r"`(python experiments/run\.py[^`]*)`", text)
     return [" ".join(c.split(" #")[0].split()) for c in found]
 
@@ -83,11 +88,7 @@ def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path):
 
 def tool_commands(text: str) -> list[str]:
     """The benchmark-script and ``python -m kgreason...`` commands in a page's code."""
-    found = []
-    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
-        joined = re.sub(r"\\\n\s*", " ", block)
-        found += [line.strip() for line in joined.splitlines()]
-    found += re.findall(r"`([^`\n]*)`", text)
+    found = block_lines(text) + re.findall(r"`([^`\n]*)`", text)
     pattern = re.compile(r"python (experiments/benchmarks/\w+\.py|-m kgreason[\w.]*)(.*)")
     return [" ".join((m.group(1) + m.group(2).split(" #")[0]).split()) for c in found if (m := pattern.match(c))]
 
