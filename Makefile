@@ -15,6 +15,8 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
 	$(PIP) install -q -c constraints.txt -e '.[dev,docs,servers,serve,runner,loggers,faiss,models,ct2,ort]'
+	# DeepSpeed builds from source against the torch above: no isolated build env (it would pull another torch)
+	DS_BUILD_OPS=0 $(PIP) install -q --no-build-isolation -c constraints.txt -e '.[deepspeed]'
 	$(PY) -m kgreason.models.install
 	$(PIP) check
 	touch $(STAMP)

@@ -90,15 +90,18 @@ def validate_config(cfg: DictConfig) -> None:
                           + (f" (did you mean {close[0]!r}?)" if close else ""))
     for key in ("checkpoint", "resume"):
         path = cfg.get(key)
-        if path and not Path(path).is_file():
+        # resume also takes the folder a trainer=deepspeed run checkpoints to
+        if path and not Path(path).is_file() and not (key == "resume" and Path(path).is_dir()):
             raise ConfigError(f"{key}={path!r}: no such file")
     if cfg.get("resume") and stage not in ("all", "rl"):
         raise ConfigError(f"resume continues the RL stage; stage={stage!r} has none (use stage=all or stage=rl)")
     if cfg.get("resume"):
         check_resume_fits(cfg)
     from kgreason.training.sharding import check_fsdp_config
+    from kgreason.training.zero import check_deepspeed_config
 
     check_fsdp_config(cfg)
+    check_deepspeed_config(cfg)
     by = (cfg.get("data") or {}).get("stratify")
     if by is not None:  # otherwise found only after the questions load
         from kgreason.data.splits import check_stratify

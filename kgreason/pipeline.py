@@ -67,6 +67,13 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
         settings["strategy"] = ModelParallelStrategy(
             data_parallel_size=int(settings["devices"]) * int(settings.get("num_nodes", 1)),
             tensor_parallel_size=1, save_distributed_checkpoint=False)
+    zero = settings.pop("zero", None)
+    if settings.get("strategy") == "deepspeed":  # ZeRO-2/3 (kgreason.training.zero)
+        from kgreason.training.zero import deepspeed_strategy
+
+        # RL clips its gradient norm (objective.max_grad_norm), the cold start does not
+        settings["strategy"] = deepspeed_strategy(zero or {}, cfg.objective.get("max_grad_norm") if name == "rl" else None,
+                                                 str(settings.pop("precision", "32-true")))
     return L.Trainer(**settings, default_root_dir=out, logger=loggers, enable_model_summary=False,
                      log_every_n_steps=1, **kw)
 
@@ -82,14 +89,15 @@ def quiet() -> None:
 
 
 def whole_again(p: Parts, cfg: DictConfig) -> None:
-    """After a stage under ``trainer=fsdp``: the trained weights gathered from every
-    process's shard into a whole policy model, which the next stage shards again and the
-    evaluation (first process only) runs as it is. Every process must call it; a
-    policy that is not sharded is left as it is."""
+    """After a stage under ``trainer=fsdp`` or ``trainer=deepspeed``: the trained weights
+    gathered from every process's shard into a whole policy model, which the next stage
+    shards again and the evaluation (first process only) runs as it is. Every process must
+    call it; a policy that is not sharded is left as it is. Under DeepSpeed the model is
+    rebuilt at any stage: the engine's gradient hooks stay on the one it trained."""
     from kgreason.compose import build_policy
     from kgreason.training.sharding import is_sharded
 
-    if not is_sharded(p.policy.model):
+    if not is_sharded(p.policy.model) and cfg.trainer.get("strategy") != "deepspeed":
         return
     state = p.policy.checkpoint_state()  # a collective: every process gathers the shards
     whole = build_policy(cfg, None)
@@ -264,6 +272,7 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     from torch.utils.data import DataLoader
 
     from kgreason.training import JsonlSink, RLLitModule
+    from kgreason.training.distributed import is_first_process
     from kgreason.training.progress import IterationProgressBar
     from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
 
@@ -274,11 +283,13 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
         log.info("RL updates under bf16 autocast (objective.bf16=%s); weights and rollouts stay float32",
                  cfg.objective.bf16)
     if start:
-        # what the killed run wrote after its checkpoint is redone now: drop it first
-        n = drop_jsonl_rows(out / "trajectories.jsonl",
-                            lambda r: (r.get("stage") == "train" and r.get("step", -1) >= start)
-                            or r.get("stage") == "eval/trained")
-        log.info("resuming RL after iteration %d; dropped %d trajectories written after the checkpoint", start, n)
+        # what the killed run wrote after its checkpoint is redone now: drop it first, in the
+        # first process only (another one, started later, would drop the rows redone by then)
+        if is_first_process():
+            n = drop_jsonl_rows(out / "trajectories.jsonl",
+                                lambda r: (r.get("stage") == "train" and r.get("step", -1) >= start)
+                                or r.get("stage") == "eval/trained")
+            log.info("resuming RL after iteration %d; dropped %d trajectories written after the checkpoint", start, n)
         try:
             prompts = p.prompts(p.train, start=start)
         except TypeError as e:

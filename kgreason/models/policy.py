@@ -117,11 +117,13 @@ class CausalLMPolicy:
     def adapter_state(self) -> dict[str, Tensor]:
         """The trainable weights (the adapters, or everything when fully fine-tuned)."""
         from kgreason.training.sharding import full_state
+        from kgreason.training.zero import whole_weights
 
         names = {n for n, p in self.model.named_parameters() if p.requires_grad}
-        # trainer=fsdp: every process gathers the shards (a collective), each gets the whole
-        state = full_state({k: v.detach() for k, v in self.model.state_dict().items() if k in names})
-        return {k: v.clone() for k, v in state.items()}
+        # trainer=fsdp, ZeRO-3: every process gathers the shards (a collective), each gets the whole
+        with whole_weights(self.model):
+            state = full_state({k: v.detach() for k, v in self.model.state_dict().items() if k in names})
+            return {k: v.clone() for k, v in state.items()}
 
     def merge_lora(self) -> None:
         """Fold the adapters into the base weights and start fresh (zero) adapters.

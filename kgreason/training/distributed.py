@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 
@@ -14,6 +16,21 @@ def rank_and_world() -> tuple[int, int]:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
+
+
+def is_first_process() -> bool:
+    """Whether this is the run's first process, also before Lightning has started the
+    others: its launcher starts them with ``LOCAL_RANK`` set, and ``torchrun`` and SLURM
+    give every process a ``RANK`` or ``SLURM_PROCID`` (the variables, in the order, that
+    Lightning's ``rank_zero_only`` reads); a one-process run has none.
+
+    Files a run edits in place (a resumed run's trajectories) are edited here only: a
+    second process, started seconds later, would edit what the first has written since.
+    """
+    for key in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK"):
+        if os.environ.get(key) is not None:
+            return int(os.environ[key]) == 0
+    return True
 
 
 def leave_process_group() -> None:

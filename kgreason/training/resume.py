@@ -12,12 +12,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
+from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
@@ -45,12 +47,39 @@ def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | N
     return path
 
 
+def is_folder_strategy(strategy: Any) -> bool:
+    """Whether ``strategy`` saves checkpoints as folders of shards (DeepSpeed's), not files."""
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    return isinstance(strategy, DeepSpeedStrategy)
+
+
+def client_state_file(ckpt: str | Path) -> Path:
+    """The file of a DeepSpeed checkpoint folder that holds Lightning's state (loops,
+    callbacks, the RL iteration) beside the first process's model states; a checkpoint
+    file is itself.
+
+    Raises:
+        ConfigError: a folder with no such file.
+    """
+    ckpt = Path(ckpt)
+    if not ckpt.is_dir():
+        return ckpt
+    # ZeRO-2 names the first process's file so; ZeRO-3 writes one a process, the first's first
+    for name in ("mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt"):
+        if (ckpt / "checkpoint" / name).is_file():
+            return ckpt / "checkpoint" / name
+    raise ConfigError(f"resume={str(ckpt)!r} is a folder but not a DeepSpeed checkpoint (no checkpoint/*model_states.pt)")
+
+
 def rl_progress(ckpt: str | Path) -> int:
-    """RL iterations completed in a Lightning checkpoint of :class:`~kgreason.training.RLLitModule`.
+    """RL iterations completed in a Lightning checkpoint of :class:`~kgreason.training.RLLitModule`
+    (a file, or the folder DeepSpeed writes).
 
     Raises:
         ConfigError: the file is not such a checkpoint.
     """
+    ckpt = client_state_file(ckpt)
     try:
         # mmap: only the few bytes of the counter are read, not the weights
         state = torch.load(ckpt, map_location="cpu", mmap=True, weights_only=False)
@@ -126,6 +155,7 @@ class ResumingCSVLogger(CSVLogger):
         self._start = start
 
     @property
+    @rank_zero_experiment  # only the first process edits the file: a second one rewriting it races the first
     def experiment(self) -> ExperimentWriter:
         if self._experiment is None:
             os.makedirs(self.root_dir, exist_ok=True)
@@ -156,9 +186,32 @@ class IterationCheckpoint(L.Callback):
         # first: a kill right after it must not lose them (a resumed run redoes only later ones)
         for lg in trainer.loggers:
             lg.save()
+        if is_folder_strategy(trainer.strategy):
+            self._save_folder(trainer)
+            return
         # every process takes part in Lightning's save (it waits for all); the first one writes
         atomic_save(None, self.last, lambda _, p: trainer.save_checkpoint(p, weights_only=False),
                     commit=trainer.is_global_zero)
+
+    def _save_folder(self, trainer: L.Trainer) -> None:
+        """DeepSpeed: every process writes its shard into ``last.ckpt.tmp/``; once all have
+        (Lightning's save ends in a barrier), the first process puts the folder in the place
+        of the previous one, which a crash in between leaves as ``last.ckpt.old/``."""
+        tmp, old = self.last.with_name("last.ckpt.tmp"), self.last.with_name("last.ckpt.old")
+        trainer.save_checkpoint(tmp, weights_only=False)
+        if not trainer.is_global_zero:
+            return
+        if self.last.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(self.last, old)
+        os.replace(tmp, self.last)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # a save a crash cut short: the first process clears it before any process writes anew
+        if trainer.is_global_zero and self.last.with_name("last.ckpt.tmp").is_dir():
+            shutil.rmtree(self.last.with_name("last.ckpt.tmp"))
+        trainer.strategy.barrier("IterationCheckpoint.on_fit_start")
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
         if getattr(pl_module, "iteration", 0) % self.every == 0:

@@ -44,6 +44,13 @@ from kgreason.rl import (
 from kgreason.training.batching import TrainingBatch
 from kgreason.training.experience import Experience, ExperienceSource, filter_groups
 from kgreason.training.sharding import gathered, is_sharded, shard_for_strategy
+from kgreason.training.zero import (
+    before_backward,
+    engine_of,
+    gathered_zero3,
+    log_partition,
+    zero3_params,
+)
 from kgreason.types import Episode, KBQASample, Trajectory
 
 
@@ -284,6 +291,7 @@ class RLLitModule(L.LightningModule):
         # transformers loads models in eval mode, and Lightning trains modules in the mode
         # it finds them in (warning about each of them)
         self.model.train()
+        log_partition(self)
         if self.critic is not None:
             self.critic.train()
 
@@ -354,7 +362,9 @@ class RLLitModule(L.LightningModule):
         rank, world = self._world
         # trainer=fsdp: the policy gathered whole while each process plays and scores its own
         # questions (their forwards then need no collective); resharded before the update
-        with gathered(self.model, getattr(self.policy, "reference_model", None), self.critic):
+        # (ZeRO-3: gathered the same way, its per-layer fetch hooks off)
+        models = (self.model, getattr(self.policy, "reference_model", None), self.critic)
+        with gathered(*models), gathered_zero3(engine_of(self), *models):
             # data parallel: every process reads the same stream and plays its share of the
             # batch's questions (whole groups stay in one process: their advantages need them)
             exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
@@ -537,6 +547,7 @@ class RLLitModule(L.LightningModule):
                         loss, m = self._loss(part)
                     # × world: the all-reduce averages; × units / total: this pass's share (of the
                     # processes' combined mini-batch, or on-policy of the whole batch)
+                    before_backward(self, c == chunks - 1 and (not cfg.on_policy or j == steps - 1))
                     self.manual_backward(loss * (part_units * world / total))
                     if not cfg.on_policy and c == chunks - 1:
                         stepped = self._step(opt, critic_opt)
@@ -586,7 +597,7 @@ class RLLitModule(L.LightningModule):
         """A loss of 0 whose backward still meets the other processes' collectives: over the
         parameters under DDP, through a one-row forward under FSDP (whose gathers and
         reductions hang on the forward)."""
-        if not is_sharded(self.model):
+        if not is_sharded(self.model) and not zero3_params(self.model):
             return sum(p.sum() for p in self._trained_parameters()) * 0.0
         ids = torch.ones(1, 2, dtype=torch.long, device=self.policy.device)
         loss = self.policy.token_logprobs(ids, torch.ones_like(ids))[0].sum() * 0.0
@@ -606,6 +617,10 @@ class RLLitModule(L.LightningModule):
             critic_opt.zero_grad()
 
     def _step(self, opt, critic_opt=None) -> dict[str, float]:  # noqa: ANN001 - Lightning's optimizer wrappers
+        engine = engine_of(self)
+        if engine is not None:  # DeepSpeed clips (objective.max_grad_norm) the gradients it has partitioned
+            opt.step()
+            return {"grad_norm": float(engine.get_global_grad_norm() or 0.0)}
         grad_norm = torch.nn.utils.clip_grad_norm_(list(self.policy.parameters()), self.cfg.max_grad_norm)
         opt.step()
         out = {"grad_norm": float(grad_norm)}

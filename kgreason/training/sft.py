@@ -115,6 +115,9 @@ class SFTLitModule(L.LightningModule):
         # transformers loads models in eval mode, and Lightning trains modules in the mode
         # it finds them in (warning about each of them)
         self.model.train()
+        from kgreason.training.zero import log_partition
+
+        log_partition(self)
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         skip, n_tokens, weight = self.opening

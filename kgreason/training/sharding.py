@@ -87,8 +87,10 @@ def _shard(model: torch.nn.Module, mesh: Any) -> None:
 def held_weights(model: torch.nn.Module) -> tuple[int, int]:
     """How many of ``model``'s weights this process holds, and how many there are."""
     params = list(model.parameters())
-    local = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in params)
-    return local, sum(p.numel() for p in params)
+    # FSDP2's DTensor shards; ZeRO-3's partitions (the parameter itself is then empty)
+    local = sum(p.ds_tensor.numel() if hasattr(p, "ds_tensor") else
+                (p.to_local() if hasattr(p, "to_local") else p).numel() for p in params)
+    return local, sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in params)
 
 
 def shard_for_strategy(module: Any) -> None:
@@ -96,6 +98,11 @@ def shard_for_strategy(module: Any) -> None:
     strategy gives it a device mesh (``trainer=fsdp``); otherwise nothing."""
     mesh = getattr(module, "_device_mesh", None)
     if mesh is None:
+        strategy = getattr(getattr(module, "_trainer", None), "strategy", None)
+        if getattr(strategy, "zero_stage_3", False):
+            # ZeRO-3 gathers each layer at its forward: a shared prefix's second forward,
+            # which other processes may not make, would leave their gathers waiting
+            module.policy.share_prefix = 0
         return
     shard_policy(module.policy, mesh["data_parallel"])
     critic = getattr(module, "critic", None)

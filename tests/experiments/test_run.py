@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from kgreason.training.resume import rl_progress
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -338,6 +340,35 @@ def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
             f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
     assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 4
+
+
+def test_deepspeed_zero3_run_partitions_the_policy_checkpoints_folders_and_resumes(tmp_path):
+    """trainer=deepspeed with ZeRO-3 on DeepSpeed's CPU accelerator: both stages partitioned
+    over two processes, rollouts on the gathered policy, a checkpoint folder of shards that a
+    third iteration resumes from, and a clear refusal to resume it in another world size."""
+    pytest.importorskip("deepspeed", reason="the deepspeed extra (make install) is not installed")
+    out = tmp_path / "zero3"
+    args = ("method=kg_r1", "preset=smoke", "trainer=deepspeed", "trainer.zero.stage=3", "eval.untrained=false",
+            "objective.entropy_coef=0.01")
+    p = run(*args, f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    for log in ("run.log", "train_ddp_process_1.log"):  # SFT's partition, then RL's, in each process
+        held = re.findall(r"ZeRO-3\): this process holds (\d+) of the policy's (\d+) weights", (out / log).read_text())
+        assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
+    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
+    last = out / "checkpoints" / "rl" / "last.ckpt"
+    assert last.is_dir() and len(list(last.glob("checkpoint/*optim_states.pt"))) == 2  # a shard a process
+    assert not (last.parent / "last.ckpt.tmp").exists() and not (last.parent / "last.ckpt.old").exists()
+    assert rl_progress(last) == 2
+    saved = torch.load(out / "checkpoints" / "policy.pt")["adapters"]  # whole, gathered from the partitions
+    assert all(v.numel() > 0 for v in saved[-1].values())
+    assert any(float(v.abs().max()) > 0 for k, v in saved[-1].items() if "lora_B" in k)  # RL moved them
+    p = run(*args, "rl.iterations=3", f"resume={last}", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert rl_progress(last) == 3
+    p = run(*args, "trainer.devices=1", "rl.iterations=4", f"resume={last}", f"hydra.run.dir={out}")
+    assert p.returncode != 0 and "holds the optimiser shards of 2 processes; this run has 1" in p.stderr
 
 
 def test_fsdp_with_activation_checkpointing_and_bf16_autocast(tmp_path):

@@ -1,6 +1,6 @@
-"""Data parallelism (``trainer=ddp``, ``trainer=fsdp``): two CPU processes (gloo) make the RL
-update one process makes on the combined batch, and end SFT knowing every question's loss;
-under FSDP each holds half of the weights."""
+"""Data parallelism (``trainer=ddp``, ``trainer=fsdp``, ``trainer=deepspeed``): two CPU
+processes (gloo) make the RL update one process makes on the combined batch, and end SFT
+knowing every question's loss; under FSDP and ZeRO-3 each holds half of the weights."""
 
 from __future__ import annotations
 
@@ -29,12 +29,49 @@ def runs(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.fixture(scope="module")
+def zero_runs(runs) -> Path:
+    """The worker's outputs under DeepSpeed ZeRO-2 and ZeRO-3 (``weights_2_zero<stage>.pt``), beside ``runs``."""
+    pytest.importorskip("deepspeed", reason="the deepspeed extra (make install) is not installed")
+    for kind in ("zero2", "zero3"):
+        p = subprocess.run([sys.executable, str(WORKER), str(runs / f"weights_2_{kind}.pt"), "2", kind],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+    return runs
+
+
 @pytest.mark.parametrize("kind", ["ddp", "fsdp"])
 def test_two_processes_update_as_one_on_the_combined_batch(runs, kind):
+    check_update_as_one(runs, "weights_2.pt" if kind == "ddp" else "weights_2_fsdp.pt")
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_processes_update_as_one_on_the_combined_batch(zero_runs, stage):
+    """ZeRO-2 and ZeRO-3 on DeepSpeed's CPU accelerator: every case but PPO (a second optimiser)."""
+    check_update_as_one(zero_runs, f"weights_2_zero{stage}.pt", cases={"ppo"})
+
+
+def test_deepspeed_zero3_processes_each_hold_half_of_the_weights(zero_runs):
+    whole = json.loads((zero_runs / "weights_1.pt.held0.json").read_text())
+    for rank in (0, 1):
+        part = json.loads((zero_runs / f"weights_2_zero3.pt.held{rank}.json").read_text())
+        assert part["total"] == whole["total"] and abs(part["held"] / whole["total"] - 0.5) < 0.01
+        # ZeRO-2 partitions gradients and optimiser states only: the weights stay whole
+        assert json.loads((zero_runs / f"weights_2_zero2.pt.held{rank}.json").read_text()) == whole
+        ddp = json.loads((zero_runs / f"weights_2.pt.sft{rank}.json").read_text())
+        for kind in ("zero2", "zero3"):  # SFT under ZeRO: every question's loss as under DDP
+            zero = json.loads((zero_runs / f"weights_2_{kind}.pt.sft{rank}.json").read_text())
+            assert zero.keys() == ddp.keys() and all(abs(zero[q] - ddp[q]) < 1e-5 for q in ddp), kind
+
+
+def check_update_as_one(runs: Path, name: str, cases: set[str] = frozenset()) -> None:
+    """The weights two processes left (``name``) are one process's on the combined batch,
+    in every case of the worker but ``cases`` (which ``name`` does not have)."""
     one = torch.load(runs / "weights_1.pt")
-    two = torch.load(runs / ("weights_2.pt" if kind == "ddp" else "weights_2_fsdp.pt"))
-    assert set(one) == set(two) == {"all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:", "ppo"}
-    for case in one:
+    two = torch.load(runs / name)
+    assert set(one) == {"all", "masked:q1,q2", "none:q1,q2", "micro", "full", "turn:", "ppo"}
+    assert set(two) == set(one) - cases
+    for case in two:
         if case == "full":  # every weight trained: they moved from the tiny model's initial ones
             start = CausalLMPolicy.tiny(lora=None).model.state_dict()
             assert max(float((v - start[k]).abs().max()) for k, v in one[case].items()) > 1e-4

@@ -44,3 +44,39 @@ def test_the_checkpoint_of_an_iteration_comes_after_its_metric_row(tmp_path):
     trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
     # a kill right after iteration k's checkpoint keeps the rows of iterations 0..k
     assert probe.seen == [(1, [0]), (2, [0, 1]), (3, [0, 1, 2])]
+
+
+def _metrics(path, iterations):
+    path.parent.mkdir(parents=True)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["step", "train/iteration"])
+        w.writeheader()
+        w.writerows({"step": i, "train/iteration": i} for i in iterations)
+    return path.read_text()
+
+
+def test_a_resumed_run_edits_metrics_in_its_first_process_only(tmp_path, monkeypatch):
+    """A second process (Lightning starts it seconds after the first) must not rewrite
+    metrics.csv: the first has appended rows since, in its own column order."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    before = _metrics(tmp_path / "rl" / "metrics.csv", [0, 1, 2])
+    monkeypatch.setattr(rank_zero_only, "rank", 1)
+    ResumingCSVLogger(tmp_path, name="rl", version="", start=1).experiment.log_metrics({"x": 1.0})
+    assert (tmp_path / "rl" / "metrics.csv").read_text() == before
+    monkeypatch.setattr(rank_zero_only, "rank", 0)
+    ResumingCSVLogger(tmp_path, name="rl", version="", start=1).experiment  # noqa: B018 - the writer trims on creation
+    with (tmp_path / "rl" / "metrics.csv").open(newline="") as f:
+        assert [r["train/iteration"] for r in csv.DictReader(f)] == ["0"]
+
+
+def test_the_first_process_is_told_by_the_launchers_variables(monkeypatch):
+    from kgreason.training.distributed import is_first_process
+
+    for key in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    assert is_first_process()  # one process, or Lightning's launcher before it starts the others
+    monkeypatch.setenv("LOCAL_RANK", "1")  # a process Lightning's launcher started
+    assert not is_first_process()
+    monkeypatch.setenv("RANK", "0")  # torchrun's first process (RANK is read before LOCAL_RANK)
+    assert is_first_process()
