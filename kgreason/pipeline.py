@@ -63,10 +63,11 @@ def trainer(cfg: DictConfig, out: Path, name: str, logger: Any = None, **kw: Any
     if settings.get("strategy") == "fsdp":  # FSDP2, each process one shard of the data-parallel mesh
         from lightning.pytorch.strategies import ModelParallelStrategy
 
-        # whole-model checkpoint files, as the other strategies write (resume reads them)
+        # checkpoints as folders of torch.distributed.checkpoint shards: no process gathers the
+        # whole weights and optimiser states, and a resume reshards them for any number of processes
         settings["strategy"] = ModelParallelStrategy(
             data_parallel_size=int(settings["devices"]) * int(settings.get("num_nodes", 1)),
-            tensor_parallel_size=1, save_distributed_checkpoint=False)
+            tensor_parallel_size=1, save_distributed_checkpoint=True)
     zero = settings.pop("zero", None)
     if settings.get("strategy") == "deepspeed":  # ZeRO-2/3 (kgreason.training.zero)
         from kgreason.training.zero import deepspeed_strategy

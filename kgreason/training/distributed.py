@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
 
@@ -45,3 +46,18 @@ def leave_process_group() -> None:
     """
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+
+
+def checkpoint_kind(path: str | os.PathLike) -> str:
+    """What a ``resume`` checkpoint is: ``"file"`` (one whole file: one process, DDP),
+    ``"dcp"`` (a folder of ``torch.distributed.checkpoint`` shards: ``trainer=fsdp``),
+    ``"deepspeed"`` (a DeepSpeed folder: ``trainer=deepspeed``) or ``"unknown"`` (a folder
+    of neither)."""
+    path = Path(path)
+    if not path.is_dir():
+        return "file"
+    if (path / ".metadata").is_file():
+        return "dcp"
+    if (path / "checkpoint").is_dir():
+        return "deepspeed"
+    return "unknown"

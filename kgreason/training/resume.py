@@ -48,16 +48,18 @@ def atomic_save(obj: Any, path: str | Path, save: Callable[[Any, str], None] | N
 
 
 def is_folder_strategy(strategy: Any) -> bool:
-    """Whether ``strategy`` saves checkpoints as folders of shards (DeepSpeed's), not files."""
-    from lightning.pytorch.strategies import DeepSpeedStrategy
+    """Whether ``strategy`` saves checkpoints as folders of shards (DeepSpeed's, or FSDP's
+    ``torch.distributed.checkpoint``), not files."""
+    from lightning.pytorch.strategies import DeepSpeedStrategy, ModelParallelStrategy
 
-    return isinstance(strategy, DeepSpeedStrategy)
+    return isinstance(strategy, DeepSpeedStrategy) or (
+        isinstance(strategy, ModelParallelStrategy) and bool(getattr(strategy, "_save_distributed_checkpoint", False)))
 
 
 def client_state_file(ckpt: str | Path) -> Path:
-    """The file of a DeepSpeed checkpoint folder that holds Lightning's state (loops,
-    callbacks, the RL iteration) beside the first process's model states; a checkpoint
-    file is itself.
+    """The file of a checkpoint folder that holds Lightning's state (loops, callbacks, the
+    RL iteration): FSDP's ``meta.pt``, or DeepSpeed's beside the first process's model
+    states; a checkpoint file is itself.
 
     Raises:
         ConfigError: a folder with no such file.
@@ -65,11 +67,14 @@ def client_state_file(ckpt: str | Path) -> Path:
     ckpt = Path(ckpt)
     if not ckpt.is_dir():
         return ckpt
+    if (ckpt / "meta.pt").is_file():  # FSDP's folder: Lightning's state beside the shards
+        return ckpt / "meta.pt"
     # ZeRO-2 names the first process's file so; ZeRO-3 writes one a process, the first's first
     for name in ("mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt"):
         if (ckpt / "checkpoint" / name).is_file():
             return ckpt / "checkpoint" / name
-    raise ConfigError(f"resume={str(ckpt)!r} is a folder but not a DeepSpeed checkpoint (no checkpoint/*model_states.pt)")
+    raise ConfigError(f"resume={str(ckpt)!r} is a folder but not a checkpoint of trainer=fsdp (meta.pt) "
+                      "or trainer=deepspeed (checkpoint/*model_states.pt)")
 
 
 def rl_progress(ckpt: str | Path) -> int:
@@ -194,7 +199,7 @@ class IterationCheckpoint(L.Callback):
                     commit=trainer.is_global_zero)
 
     def _save_folder(self, trainer: L.Trainer) -> None:
-        """DeepSpeed: every process writes its shard into ``last.ckpt.tmp/``; once all have
+        """FSDP, DeepSpeed: every process writes its shard into ``last.ckpt.tmp/``; once all have
         (Lightning's save ends in a barrier), the first process puts the folder in the place
         of the previous one, which a crash in between leaves as ``last.ckpt.old/``."""
         tmp, old = self.last.with_name("last.ckpt.tmp"), self.last.with_name("last.ckpt.old")

@@ -141,9 +141,17 @@ def check_fsdp_config(cfg: Any) -> None:
     """Refuse what ``trainer=fsdp`` does not run yet, naming what does.
 
     Raises:
-        ConfigError: an engine other than ``hf``.
+        ConfigError: an engine other than ``hf``, or a ``resume`` folder of FSDP's shards
+            under another trainer.
     """
-    if str((cfg.get("trainer") or {}).get("strategy")) != "fsdp":
+    from kgreason.training.distributed import checkpoint_kind
+
+    fsdp = str((cfg.get("trainer") or {}).get("strategy")) == "fsdp"
+    resume = cfg.get("resume")
+    if resume and checkpoint_kind(resume) == "dcp" and not fsdp:
+        raise ConfigError(f"resume={resume!r} is a folder of trainer=fsdp's shards: resume it with trainer=fsdp "
+                          "(any number of processes: trainer.devices=1 for one)")
+    if not fsdp:
         return
     engine = str((cfg.get("engine") or {}).get("_target_", ""))
     if engine and not engine.endswith("HFEngine"):

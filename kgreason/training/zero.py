@@ -227,16 +227,18 @@ def check_deepspeed_config(cfg: Any) -> None:
             ZeRO-3 (the others read the weights whole), or a ``resume`` that is not a
             DeepSpeed folder written by as many processes (or is one, under another trainer).
     """
+    from kgreason.training.distributed import checkpoint_kind
+
     trainer = cfg.get("trainer") or {}
     resume = cfg.get("resume")
-    folder = bool(resume) and Path(resume).is_dir()
+    folder = bool(resume) and checkpoint_kind(resume) == "deepspeed"
     if str(trainer.get("strategy")) != "deepspeed":
         if folder:
             raise ConfigError(f"resume={resume!r} is a DeepSpeed checkpoint folder: resume it with trainer=deepspeed")
         return
     if resume and not folder:
-        raise ConfigError(f"resume={resume!r} is a checkpoint file; trainer=deepspeed resumes the folders it "
-                          "writes (<run>/checkpoints/rl/last.ckpt/); resume this one under the trainer that wrote it")
+        raise ConfigError(f"resume={resume!r} is not a DeepSpeed checkpoint; trainer=deepspeed resumes the folders "
+                          "it writes (<run>/checkpoints/rl/last.ckpt/); resume this one under the trainer that wrote it")
     if folder:
         world = int(trainer.get("devices", 1)) * int(trainer.get("num_nodes", 1))
         wrote = checkpoint_folder_shards(resume)

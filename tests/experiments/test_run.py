@@ -313,7 +313,8 @@ def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path, kb):
 
 def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
     """trainer=fsdp: both stages sharded over two processes (each holds half of the
-    weights), rollouts on the gathered policy, checkpoints whole; a killed run resumes."""
+    weights), rollouts on the gathered policy, checkpoints as folders of shards; a killed
+    run resumes, also in another number of processes."""
     out = tmp_path / "fsdp"
     # an entropy bonus: a gradient even where the tiny model's rewards are all 0
     p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
@@ -324,22 +325,24 @@ def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
         assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
     rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
-    ckpt = torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)
-    assert ckpt["rl_iteration"] == 2 and all(type(v) is torch.Tensor for v in ckpt["state_dict"].values())
+    last = out / "checkpoints" / "rl" / "last.ckpt"  # torch.distributed.checkpoint's folder: a file of shards a process
+    assert rl_progress(last) == 2 and len(list(last.glob("*.distcp"))) == 2 and (last / ".metadata").is_file()
     saved = torch.load(out / "checkpoints" / "policy.pt")["adapters"]
     assert len(saved) == 2 and all(type(v) is torch.Tensor for v in saved[-1].values())  # SFT's, merged; RL's
     assert any(float(v.abs().max()) > 0 for k, v in saved[-1].items() if "lora_B" in k)  # RL moved them
     # a third iteration, resumed from the second's checkpoint
     p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
-            "rl.iterations=3",
-            f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
+            "rl.iterations=3", f"resume={last}", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 3
-    # the checkpoint is whole: another world size resumes it (one process here)
+    assert rl_progress(last) == 3 and not (last.parent / "last.ckpt.tmp").exists()
+    # another world size reshards it (one process here), under FSDP; a plain run refuses it
     p = run("method=kg_r1", "preset=smoke", "eval.untrained=false", "objective.entropy_coef=0.01", "rl.iterations=4",
-            f"resume={out / 'checkpoints' / 'rl' / 'last.ckpt'}", f"hydra.run.dir={out}")
+            f"resume={last}", f"hydra.run.dir={out}")
+    assert p.returncode != 0 and "resume it with trainer=fsdp (any number of processes" in p.stderr
+    p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "trainer.devices=1", "eval.untrained=false",
+            "objective.entropy_coef=0.01", "rl.iterations=4", f"resume={last}", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert torch.load(out / "checkpoints" / "rl" / "last.ckpt", weights_only=False)["rl_iteration"] == 4
+    assert rl_progress(last) == 4 and len(list(last.glob("*.distcp"))) == 1
 
 
 def test_deepspeed_zero3_run_partitions_the_policy_checkpoints_folders_and_resumes(tmp_path):

@@ -80,3 +80,15 @@ def test_the_first_process_is_told_by_the_launchers_variables(monkeypatch):
     assert not is_first_process()
     monkeypatch.setenv("RANK", "0")  # torchrun's first process (RANK is read before LOCAL_RANK)
     assert is_first_process()
+
+
+def test_a_checkpoint_is_told_by_its_files(tmp_path):
+    from kgreason.training.distributed import checkpoint_kind
+
+    (tmp_path / "file.ckpt").write_bytes(b"")
+    (tmp_path / "dcp").mkdir()
+    (tmp_path / "dcp" / ".metadata").write_bytes(b"")  # torch.distributed.checkpoint's index (trainer=fsdp)
+    (tmp_path / "ds" / "checkpoint").mkdir(parents=True)  # DeepSpeed's tag folder (trainer=deepspeed)
+    (tmp_path / "other").mkdir()
+    assert [checkpoint_kind(tmp_path / n) for n in ("file.ckpt", "dcp", "ds", "other")] == \
+        ["file", "dcp", "deepspeed", "unknown"]

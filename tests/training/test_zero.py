@@ -57,7 +57,7 @@ def test_the_iteration_of_a_checkpoint_folder_is_read_from_its_first_process_fil
     its first shard's."""
     ckpt = _folder(tmp_path, name, shards=2)
     assert client_state_file(ckpt) == ckpt / "checkpoint" / name and rl_progress(ckpt) == 3
-    with pytest.raises(ConfigError, match="not a DeepSpeed checkpoint"):
+    with pytest.raises(ConfigError, match="is a folder but not a checkpoint of trainer=fsdp"):
         rl_progress(tmp_path / "checkpoints")
 
 
@@ -71,5 +71,5 @@ def test_a_checkpoint_folder_resumes_only_under_deepspeed_with_as_many_processes
         validate_config(compose_config([*args, "trainer=fsdp"]))
     whole = tmp_path / "whole.ckpt"
     torch.save({ITERATION_KEY: 1}, whole)
-    with pytest.raises(ConfigError, match="is a checkpoint file; trainer=deepspeed resumes the folders"):
+    with pytest.raises(ConfigError, match="is not a DeepSpeed checkpoint; trainer=deepspeed resumes the folders"):
         validate_config(compose_config(["method=kg_r1", "preset=smoke", f"resume={whole}", "trainer=deepspeed"]))
