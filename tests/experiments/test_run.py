@@ -374,11 +374,14 @@ def test_deepspeed_zero3_run_partitions_the_policy_checkpoints_folders_and_resum
     assert p.returncode != 0 and "holds the optimiser shards of 2 processes; this run has 1" in p.stderr
 
 
-def test_fsdp_with_activation_checkpointing_and_bf16_autocast(tmp_path):
+@pytest.mark.parametrize("trainer", [("trainer=fsdp",), ("trainer=deepspeed", "trainer.zero.stage=3")])
+def test_sharded_with_activation_checkpointing_and_bf16_autocast(tmp_path, trainer):
     import csv
 
-    out = tmp_path / "fsdp_ac"
-    p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
+    if "deepspeed" in trainer[0]:
+        pytest.importorskip("deepspeed", reason="the deepspeed extra (make install) is not installed")
+    out = tmp_path / "sharded_ac"
+    p = run("method=kg_r1", "preset=smoke", *trainer, "eval.untrained=false", "objective.entropy_coef=0.01",
             "+model.policy.activation_checkpointing=true", "sft.bf16=true", "objective.bf16=true", f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "RL updates under bf16 autocast" in (out / "run.log").read_text()
