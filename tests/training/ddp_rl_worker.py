@@ -4,7 +4,7 @@ test_ddp.py).
 ``python tests/training/ddp_rl_worker.py OUT DEVICES [STRATEGY]``: for each case of ``CASES``, two
 iterations of four questions each from the same initial weights; with ``DEVICES`` 2
 Lightning's DDP (gloo, CPU; ``STRATEGY`` ``fsdp``: FSDP2, each process a shard of the
-weights; ``zero2`` / ``zero3``: DeepSpeed ZeRO on its CPU accelerator, PPO left out) runs two processes that take two questions each. The first
+weights; ``zero2`` / ``zero3`` / ``zero3_offload``: DeepSpeed ZeRO on its CPU accelerator, PPO left out) runs two processes that take two questions each. The first
 process saves ``{case: trained LoRA weights}`` to ``OUT``. In case ``masked:q1,q2`` those
 questions bring no policy token, in ``none:q1,q2`` no trajectory: the second process has
 nothing to learn from in the first iteration while the first has. Then two SFT steps on
@@ -87,10 +87,12 @@ def strategy(devices: int, kind: str) -> object:
 
         return ModelParallelStrategy(data_parallel_size=devices, tensor_parallel_size=1,
                                      save_distributed_checkpoint=False)
-    if kind.startswith("zero"):  # DeepSpeed ZeRO-2 / ZeRO-3, clipping as RLConfig's default
+    if kind.startswith("zero"):  # DeepSpeed ZeRO-2 / ZeRO-3 (zero3_offload: states and weights in host memory)
         from kgreason.training.zero import deepspeed_strategy
 
-        return deepspeed_strategy({"stage": int(kind[-1])}, RLConfig().max_grad_norm)
+        offload = kind.endswith("_offload")
+        return deepspeed_strategy({"stage": int(kind[4]), "offload_optimizer": offload, "offload_parameters": offload},
+                                  RLConfig().max_grad_norm)
     return "ddp"
 
 
