@@ -276,3 +276,94 @@ def test_a_ppo_run_resumed_from_its_checkpoint_ends_as_an_uninterrupted_one(tmp_
     assert "critic.head.weight" in a and a.keys() == b.keys()
     for k in a:
         torch.testing.assert_close(b[k], a[k], rtol=0, atol=1e-6, msg=k)
+
+
+class _CopyEngine:
+    """A weights-copy engine's ``held`` (what one-step-off needs of the engine), recording
+    whether a rollout ran while it was held."""
+
+    def __init__(self):
+        self.holding = False
+
+    def held(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def hold():
+            self.holding = True
+            try:
+                yield
+            finally:
+                self.holding = False
+        return hold()
+
+
+class _RecordingSource:
+    """FixedExperience's rollouts, recording which batch each iteration collected, in which
+    thread, with the engine held."""
+
+    def __init__(self):
+        from tests.training.ddp_rl_worker import FixedExperience
+
+        self.inner, self.engine, self.collected = FixedExperience(), _CopyEngine(), []
+        self.rollout = self
+
+    def collect(self, batch, make_env, step):
+        import threading
+
+        self.collected.append((step, tuple(q.id for q in batch), threading.current_thread().name, self.engine.holding))
+        exp = self.inner.collect(batch, make_env, step)
+        exp.step = step  # which iteration's rollouts the update trains on
+        return exp
+
+
+def test_one_step_off_trains_each_iteration_on_the_rollouts_of_the_one_before():
+    """objective.one_step_off: iteration t collects in a second thread (engine held) while
+    the update trains on iteration t-1's rollouts; the last iteration trains on its own too:
+    every rollout trained on once, each one step off the weights that sampled it."""
+    from kgreason.types import KBQASample
+
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    source = _RecordingSource()
+    module = RLLitModule(policy, source, lambda: None,
+                         RLConfig(mini_batch_size=8, lr=1e-2, kl_coef=0.0, iterations=3, one_step_off=True))
+    trained = []
+    scored = module._kept_and_scored
+    module._kept_and_scored = lambda exp, logs: (trained.append((module.iteration, exp.step)), scored(exp, logs))[1]
+    rows = []
+
+    class Rows(L.Callback):
+        def on_train_batch_end(self, trainer, pl_module, *args):
+            rows.append(dict(trainer.callback_metrics))
+
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, callbacks=[Rows()], enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(6)]
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+    assert [s for s, *_ in source.collected] == [0, 1, 2]
+    assert all(thread.startswith("kgreason-rollouts") and held for _, _, thread, held in source.collected)
+    # (iteration, rollouts of): nothing to train on at 0; 1 trains on 0's, 2 on 1's and then its own
+    assert trained == [(1, 0), (2, 1), (2, 2)]
+    assert [float(r["train/updates"]) for r in rows] == [0.0, 1.0, 2.0]
+    assert trainer.global_step == 3 and module._pending is None and module._pool is None
+
+
+def test_one_step_off_needs_an_engine_with_its_own_copy_of_the_weights():
+    from tests.training.ddp_rl_worker import FixedExperience
+
+    with pytest.raises(ValueError, match="engine=ort or engine=ct2, not NoneType"):
+        RLLitModule(CausalLMPolicy.tiny(), FixedExperience(), lambda: None, RLConfig(one_step_off=True))
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["engine=hf"], r"engine=ort or engine=ct2, not HFEngine"),
+    (["engine=ort", "trainer=ddp"], r"runs in one process"),
+])
+def test_one_step_off_is_refused_at_compose_time_where_it_cannot_run(overrides, message):
+    from kgreason.config import compose_config, validate_config
+    from kgreason.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        validate_config(compose_config(["method=kg_r1", "preset=smoke", "objective.one_step_off=true", *overrides]))
+    validate_config(compose_config(["method=kg_r1", "preset=smoke", "objective.one_step_off=true", "engine=ort"]))
