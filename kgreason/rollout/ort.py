@@ -146,10 +146,17 @@ class ORTEngine(WeightsCopyEngine):
         self.threads = threads or torch.get_num_threads()
         self._pad = pad_id_for(self.tokenizer)
 
+    #: the most rows ONNX Runtime GenAI decodes in one generator ("batch_size (50) must be
+    #: in [1, 32]"); a larger batch is decoded in chunks of this many
+    max_batch = 32
+
     def generate(self, prompts: Sequence[Sequence[int]], stop: Sequence[str] = (),
                  max_new_tokens: int = 256, greedy: bool = False) -> list[Generation]:
         if not prompts:
             return []
+        if len(prompts) > self.max_batch:
+            return [g for i in range(0, len(prompts), self.max_batch)
+                    for g in self.generate(prompts[i : i + self.max_batch], stop, max_new_tokens, greedy)]
         og = _genai()
         model = self._current()
         if any(self._pad in p for p in prompts):

@@ -27,6 +27,15 @@ def test_float32_greedy_equals_hf_with_merged_adapters():
     assert tokens(plain) != tokens(hf)  # the adapters matter, so the export merged them
 
 
+def test_a_batch_larger_than_the_runtimes_limit_is_decoded_in_chunks():
+    """ONNX Runtime GenAI decodes at most 32 rows in a generator; the demo evaluates 50
+    questions in one lock-step batch."""
+    policy = lora_tiny()
+    ps = prompts(policy, 3) * 12  # 36 rows
+    ort = ORTEngine(policy).generate(ps, max_new_tokens=6, greedy=True)
+    assert len(ort) == 36 and tokens(ort) == tokens(HFEngine(policy).generate(ps, max_new_tokens=6, greedy=True))
+
+
 def test_stop_strings_cut_where_hf_cuts():
     policy = lora_tiny()
     ps = prompts(policy, 4)
