@@ -127,14 +127,6 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError(
             f"objective.temperature={objective.temperature} but engine.temperature={engine.temperature}: the "
             "trainer must score rollouts at the temperature they were sampled at (set engine.temperature: objective.temperature follows it)")
-    if objective.get("one_step_off"):
-        target = str(engine.get("_target_", ""))
-        if not target.endswith(("ORTEngine", "CT2Engine")):
-            raise ConfigError("objective.one_step_off=true samples from a copy of the weights the update does not touch: "
-                              f"engine=ort or engine=ct2, not {target.rsplit('.', 1)[-1] or 'none'}")
-        trainer = cfg.get("trainer") or {}
-        if int(trainer.get("devices", 1)) * int(trainer.get("num_nodes", 1)) > 1 and trainer.get("strategy") not in (None, "auto"):
-            raise ConfigError("objective.one_step_off=true runs in one process (trainer=cpu or trainer=gpu with one device)")
     from kgreason.compat import check_compatible  # every part's declarations against the others'
 
     check_compatible(cfg)

@@ -655,19 +655,6 @@ class WeightsCopyEngine(Engine):
         self.sync_seconds = 0.0
         self._copy: Any = None
         self._synced: WeightsVersion | None = None  # weights version the copy holds
-        self._held = False
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """The copy brought to the policy's weights as they are now and kept for the block,
-        whatever the policy's weights do meanwhile: another thread may train them while
-        this engine samples from the copy (``objective.one_step_off``)."""
-        self._current()
-        self._held = True
-        try:
-            yield
-        finally:
-            self._held = False
 
     def _write(self, directory: str) -> None:
         raise NotImplementedError
@@ -677,8 +664,6 @@ class WeightsCopyEngine(Engine):
 
     def _current(self) -> Any:
         """The loaded copy, converted again whenever the policy's weights changed."""
-        if self._held and self._copy is not None:
-            return self._copy
         version = weights_version(self.policy.model)
         if self._copy is None or version != self._synced:
             self._sync(version)

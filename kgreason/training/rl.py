@@ -114,12 +114,6 @@ class RLConfig:
     #: mapping): a value model built from the policy's weights, trained beside it; the
     #: advantages are GAE's over the policy's tokens (``advantage: gae``). None: no critic
     critic: CriticSettings | Mapping[str, Any] | None = None
-    #: one-step-off-policy rollouts (as verl's one-step-off recipe): the rollouts of
-    #: iteration t run in a second thread, on the engine's copy of the weights θ_t, while
-    #: the update trains on iteration t-1's (sampled by θ_{t-1}); the gap is corrected by
-    #: ``tis_cap``. Needs an engine with its own weights copy (``engine=ort``, ``ct2``)
-    #: and one process
-    one_step_off: bool = False
 
     def __post_init__(self) -> None:
         if self.micro_batch_size is not None and self.micro_batch_size < 1:
@@ -274,14 +268,6 @@ class RLLitModule(L.LightningModule):
         self.bf16 = not policy.bf16 and resolve_bf16(self.cfg.bf16, policy.device, "train")
         self.iteration = 0
         self._rng_to_restore: dict[str, Any] | None = None
-        #: objective.one_step_off: the rollouts made last iteration, trained on this one
-        self._pending: Experience | None = None
-        self._pool: Any = None
-        if self.cfg.one_step_off:
-            engine = getattr(getattr(source, "rollout", None), "engine", None)
-            if not hasattr(engine, "held"):
-                raise ValueError("objective.one_step_off=true samples from a copy of the weights the update does not "
-                                 f"touch: engine=ort or engine=ct2, not {type(engine).__name__}")
         if self.cfg.temperature <= 0:
             raise ValueError(f"objective.temperature must be > 0 (the sampling temperature), got {self.cfg.temperature}")
         # only passed when not 1: a user's Policy written before the keyword still works
@@ -374,22 +360,27 @@ class RLLitModule(L.LightningModule):
         self._restore_rng()
         t0 = time.perf_counter()
         rank, world = self._world
-        if self.cfg.one_step_off:
-            exp, logs = self._one_step_off(batch)
-        else:
-            # trainer=fsdp: the policy gathered whole while each process plays and scores its own
-            # questions (their forwards then need no collective); resharded before the update
-            # (ZeRO-3: gathered the same way, its per-layer fetch hooks off)
-            models = (self.model, getattr(self.policy, "reference_model", None), self.critic)
-            with gathered(*models), gathered_zero3(engine_of(self), *models):
-                # data parallel: every process reads the same stream and plays its share of the
-                # batch's questions (whole groups stay in one process: their advantages need them)
-                exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
-                logs = dict(exp.logs)
-                logs["train/rollout_s"] = time.perf_counter() - t0
-                data = self._kept_and_scored(exp, logs)
-            logs.update(self._learn(data))
+        # trainer=fsdp: the policy gathered whole while each process plays and scores its own
+        # questions (their forwards then need no collective); resharded before the update
+        # (ZeRO-3: gathered the same way, its per-layer fetch hooks off)
+        models = (self.model, getattr(self.policy, "reference_model", None), self.critic)
+        with gathered(*models), gathered_zero3(engine_of(self), *models):
+            # data parallel: every process reads the same stream and plays its share of the
+            # batch's questions (whole groups stay in one process: their advantages need them)
+            exp = self.source.collect(batch[rank::world], self.make_env, self.iteration)
+            kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
+            logs = dict(exp.logs)
+            logs["train/rollout_s"] = time.perf_counter() - t0
+            logs["train/samples_kept"] = float(len(kept.samples))
+            data = self._scored_batch(kept, logs) if kept.samples else None
+        if self.critic is not None and self.cfg.critic.whiten:
+            self._whiten_advantages(data)
+        if data is not None or world > 1:  # a process with nothing to learn still joins the all-reduces
+            logs.update({f"train/{k}": v for k, v in self._update(data).items()})
         logs["train/lr"] = float(self._optimizers()[0].param_groups[0]["lr"])
+        sched = self.lr_schedulers()
+        if sched is not None:  # manual optimisation: Lightning leaves the stepping to us
+            sched.step()
         logs["train/iteration"] = float(self.iteration)
         logs["train/iteration_s"] = time.perf_counter() - t0  # rollouts + updates: RL iterations per hour
         n = max(1, len(exp.episodes))
@@ -406,67 +397,6 @@ class RLLitModule(L.LightningModule):
         self.iteration += 1
         if self.cfg.iterations is not None and self.iteration >= self.cfg.iterations:
             self.trainer.should_stop = True
-
-    def _kept_and_scored(self, exp: Experience, logs: dict[str, float]) -> TrainingBatch | None:
-        """The groups of ``exp`` kept for training, as a scored batch (None: none kept)."""
-        kept = filter_groups(exp, self.cfg.group_size, self.cfg.drop_zero_variance, seed=self.iteration)
-        logs["train/samples_kept"] = float(len(kept.samples))
-        return self._scored_batch(kept, logs) if kept.samples else None
-
-    def _learn(self, data: TrainingBatch | None) -> dict[str, float]:
-        """One update on ``data`` (the whole batch's advantages whitened first, for PPO),
-        then the learning-rate schedule's step; its metrics."""
-        if self.critic is not None and self.cfg.critic.whiten:
-            self._whiten_advantages(data)
-        out = {}
-        if data is not None or self._world[1] > 1:  # a process with nothing to learn still joins the all-reduces
-            out = {f"train/{k}": v for k, v in self._update(data).items()}
-        sched = self.lr_schedulers()
-        if sched is not None:  # manual optimisation: Lightning leaves the stepping to us
-            sched.step()
-        return out
-
-    def _one_step_off(self, batch: list[KBQASample]) -> tuple[Experience, dict[str, float]]:
-        """``objective.one_step_off``: this iteration's rollouts run in a second thread on the
-        engine's copy of the weights as they are now (θ_t), held there while this thread
-        trains on the previous iteration's rollouts (θ_{t-1}); the last iteration then also
-        trains on its own. So every update is one step off the weights that sampled it
-        (the truncated IS correction, ``tis_cap``, weighs the gap), and every rollout is
-        trained on once. The returned logs are those of this iteration's rollouts and of
-        the update(s) it made."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        engine = getattr(getattr(self.source, "rollout", None), "engine", None)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgreason-rollouts")
-        iteration = self.iteration
-
-        def collect() -> tuple[Experience, float]:
-            t0 = time.perf_counter()
-            return self.source.collect(batch, self.make_env, iteration), time.perf_counter() - t0
-
-        updates: list[dict[str, float]] = []
-        with engine.held():  # synced to θ_t now; the update below does not move the copy
-            future = self._pool.submit(collect)
-            if self._pending is not None:
-                updates.append(self._learn(self._kept_and_scored(self._pending, {})))
-            exp, rollout_s = future.result()
-        logs = dict(exp.logs)
-        logs["train/rollout_s"] = rollout_s
-        self._pending = exp
-        if self.cfg.iterations is not None and iteration + 1 >= self.cfg.iterations:
-            updates.append(self._learn(self._kept_and_scored(exp, logs)))  # the last rollouts, trained on too
-            self._pending = None
-        for k in {k for u in updates for k in u}:
-            vals = [u[k] for u in updates if k in u]
-            logs[k] = sum(vals) / len(vals)
-        logs["train/updates"] = float(len(updates))
-        return exp, logs
-
-    def on_train_end(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
 
     def _scored_batch(self, kept: Experience, logs: dict[str, float]) -> TrainingBatch:
         """The training batch of ``kept`` with its old and reference log-probs (no grad)."""

@@ -76,22 +76,6 @@ def test_weights_are_exported_again_after_an_update():
     assert tokens(after) != tokens(before)
 
 
-def test_a_held_copy_keeps_the_weights_it_had_while_the_policy_trains():
-    """objective.one_step_off: inside ``held()`` the engine samples from the weights as they
-    were when the block began, whatever an update does to the policy meanwhile; after it, the
-    next generation exports the trained weights."""
-    policy = lora_tiny()
-    ps = prompts(policy, 3)
-    eng = ORTEngine(policy)
-    before = tokens(HFEngine(policy).generate(ps, max_new_tokens=12, greedy=True))
-    with eng.held():
-        nudge(policy, 2.0)  # the update, in the trainer's thread
-        assert tokens(eng.generate(ps, max_new_tokens=12, greedy=True)) == before and eng.syncs == 1
-    trained = tokens(HFEngine(policy).generate(ps, max_new_tokens=12, greedy=True))
-    assert trained != before
-    assert tokens(eng.generate(ps, max_new_tokens=12, greedy=True)) == trained and eng.syncs == 2
-
-
 def test_sampling_follows_torchs_seed():
     policy = lora_tiny()
     ps = prompts(policy, 4)
@@ -135,21 +119,3 @@ def test_a_run_on_engine_ort_trains_and_records_what_it_decoded_in(tmp_path):
     assert {"untrained", "trained"} <= set(res["eval"])
     assert (out / "rl" / "metrics.csv").read_text().count("\n") >= 2
 
-
-
-def test_a_one_step_off_run_on_engine_ort_trains_every_rollout_once(tmp_path):
-    """``objective.one_step_off=true`` end to end: iteration 0 only samples, the others
-    train on the rollouts before theirs (the last on its own too), the sampler's gap logged."""
-    import csv
-
-    from tests.experiments.test_run import run
-
-    out = tmp_path / "one_step_off"
-    p = run("method=kg_r1", "preset=smoke", "engine=ort", "objective.one_step_off=true", "objective.entropy_coef=0.01",
-            "eval.untrained=false", "rl.iterations=3", f"hydra.run.dir={out}")
-    assert p.returncode == 0, p.stderr[-2000:]
-    rows = [r for r in csv.DictReader((out / "rl" / "metrics.csv").open()) if r.get("train/iteration")]
-    assert [float(r["train/updates"]) for r in rows] == [0.0, 1.0, 2.0]
-    assert all(float(r["train/grad_norm"]) > 0 and r["train/sampler_abs_dlogp"] for r in rows[1:])
-    p = run("method=kg_r1", "preset=smoke", "objective.one_step_off=true", "stage=eval")  # engine=hf: refused
-    assert p.returncode != 0 and "engine=ort or engine=ct2, not HFEngine" in p.stderr
