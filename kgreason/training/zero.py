@@ -201,6 +201,7 @@ def gathered_zero3(engine: Any, *models: torch.nn.Module | None) -> Iterator[Non
         return
     import deepspeed
 
+    # DeepSpeed's own hook lists, as TRL's unwrap_model_for_generation removes and restores them
     offload = getattr(engine.optimizer, "parameter_offload", None) or engine.optimizer
     with deepspeed.zero.GatheredParameters(params):
         for p in params:
@@ -239,8 +240,9 @@ def check_deepspeed_config(cfg: Any) -> None:
     if resume and not folder:
         raise ConfigError(f"resume={resume!r} is not a DeepSpeed checkpoint; trainer=deepspeed resumes the folders "
                           "it writes (<run>/checkpoints/rl/last.ckpt/); resume this one under the trainer that wrote it")
-    if folder:
-        world = int(trainer.get("devices", 1)) * int(trainer.get("num_nodes", 1))
+    devices = trainer.get("devices", 1)
+    if folder and str(devices).isdigit():  # `auto` and device lists are counted only at launch
+        world = int(devices) * int(trainer.get("num_nodes", 1))
         wrote = checkpoint_folder_shards(resume)
         if wrote != world:
             raise ConfigError(f"resume={resume!r} holds the optimiser shards of {wrote} processes; this run has "
