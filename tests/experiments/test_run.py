@@ -374,7 +374,8 @@ def test_deepspeed_zero3_run_partitions_the_policy_checkpoints_folders_and_resum
     assert p.returncode != 0 and "holds the optimiser shards of 2 processes; this run has 1" in p.stderr
 
 
-@pytest.mark.parametrize("trainer", [("trainer=fsdp",), ("trainer=deepspeed", "trainer.zero.stage=3")])
+@pytest.mark.parametrize("trainer", [("trainer=fsdp",), pytest.param(("trainer=deepspeed", "trainer.zero.stage=3"),
+                                                                      marks=pytest.mark.slow)])
 def test_sharded_with_activation_checkpointing_and_bf16_autocast(tmp_path, trainer):
     import csv
 
