@@ -168,6 +168,14 @@ class ResumingCSVLogger(CSVLogger):
         return self._experiment
 
 
+def _remove(path: Path) -> None:
+    """Delete a checkpoint file or folder, if there is one."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
 class IterationCheckpoint(L.Callback):
     """Saves ``<dirpath>/last.ckpt`` every ``every`` RL iterations and at the end, atomically.
 
@@ -207,15 +215,15 @@ class IterationCheckpoint(L.Callback):
         if not trainer.is_global_zero:
             return
         if self.last.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(self.last, old)
+            _remove(old)
+            os.replace(self.last, old)  # a file, where the run was checkpointed by an older kgreason
         os.replace(tmp, self.last)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         # a save a crash cut short: the first process clears it before any process writes anew
-        if trainer.is_global_zero and self.last.with_name("last.ckpt.tmp").is_dir():
-            shutil.rmtree(self.last.with_name("last.ckpt.tmp"))
+        if trainer.is_global_zero:
+            _remove(self.last.with_name("last.ckpt.tmp"))
         trainer.strategy.barrier("IterationCheckpoint.on_fit_start")
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:

@@ -92,3 +92,27 @@ def test_a_checkpoint_is_told_by_its_files(tmp_path):
     (tmp_path / "other").mkdir()
     assert [checkpoint_kind(tmp_path / n) for n in ("file.ckpt", "dcp", "ds", "other")] == \
         ["file", "dcp", "deepspeed", "unknown"]
+
+
+def test_a_checkpoint_folder_takes_the_place_of_the_last_whole(tmp_path):
+    """Sharded strategies (FSDP, DeepSpeed): every process writes into last.ckpt.tmp/, then
+    the first puts it in the place of the previous checkpoint, a folder or (a run
+    checkpointed by an older kgreason) a file; nothing is left beside it."""
+
+    class Trainer:  # what IterationCheckpoint asks of Lightning's: its save and the first process
+        is_global_zero = True
+
+        def __init__(self):
+            self.saves = 0
+
+        def save_checkpoint(self, path, weights_only=False):
+            self.saves += 1
+            (path / "checkpoint").mkdir(parents=True)
+            (path / "checkpoint" / "mp_rank_00_model_states.pt").write_text(str(self.saves))
+
+    ckpt, trainer = IterationCheckpoint(tmp_path, every=1), Trainer()
+    ckpt.last.write_text("an older whole checkpoint")
+    for saves in (1, 2):
+        ckpt._save_folder(trainer)
+        assert (ckpt.last / "checkpoint" / "mp_rank_00_model_states.pt").read_text() == str(saves)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
