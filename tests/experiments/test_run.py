@@ -311,6 +311,17 @@ def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path, kb):
     assert json.loads((out / "results.json").read_text())["eval"]["trained"]["overall"]["n"] == 4
 
 
+def assert_half_held_in_each_process(out: Path, says: str) -> None:
+    """A two-process sharded smoke run in ``out``: each process logged (``says`` … the
+    policy's weights) holding half of them at SFT and at RL, and the first wrote every
+    process's 8 training trajectories and the 4 evaluated after."""
+    for log in ("run.log", "train_ddp_process_1.log"):  # SFT's shards, then RL's, in each process
+        held = re.findall(says + r" (\d+) of the policy's (\d+) weights", (out / log).read_text())
+        assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
+    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
+
+
 def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
     """trainer=fsdp: both stages sharded over two processes (each holds half of the
     weights), rollouts on the gathered policy, checkpoints as folders of shards; a killed
@@ -320,11 +331,7 @@ def test_fsdp_smoke_run_shards_the_policy_and_evaluates_it_whole(tmp_path):
     p = run("method=kg_r1", "preset=smoke", "trainer=fsdp", "eval.untrained=false", "objective.entropy_coef=0.01",
             f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
-    for log in ("run.log", "train_ddp_process_1.log"):  # SFT's sharding, then RL's, in each process
-        held = re.findall(r"this process holds (\d+) of the policy's (\d+) weights", (out / log).read_text())
-        assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
-    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
-    assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
+    assert_half_held_in_each_process(out, "this process holds")
     last = out / "checkpoints" / "rl" / "last.ckpt"  # torch.distributed.checkpoint's folder: a file of shards a process
     assert rl_progress(last) == 2 and len(list(last.glob("*.distcp"))) == 2 and (last / ".metadata").is_file()
     saved = torch.load(out / "checkpoints" / "policy.pt")["adapters"]
@@ -355,11 +362,7 @@ def test_deepspeed_zero3_run_partitions_the_policy_checkpoints_folders_and_resum
             "objective.entropy_coef=0.01")
     p = run(*args, f"hydra.run.dir={out}")
     assert p.returncode == 0, p.stderr[-2000:]
-    for log in ("run.log", "train_ddp_process_1.log"):  # SFT's partition, then RL's, in each process
-        held = re.findall(r"ZeRO-3\): this process holds (\d+) of the policy's (\d+) weights", (out / log).read_text())
-        assert len(held) == 2 and all(abs(int(a) / int(b) - 0.5) < 0.01 for a, b in held), log
-    rows = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
-    assert sum(r["stage"] == "train" for r in rows) == 8 and sum(r["stage"] == "eval/trained" for r in rows) == 4
+    assert_half_held_in_each_process(out, "ZeRO-3\\): this process holds")
     last = out / "checkpoints" / "rl" / "last.ckpt"
     assert last.is_dir() and len(list(last.glob("checkpoint/*optim_states.pt"))) == 2  # a shard a process
     assert not (last.parent / "last.ckpt.tmp").exists() and not (last.parent / "last.ckpt.old").exists()
