@@ -90,7 +90,7 @@ def validate_config(cfg: DictConfig) -> None:
                           + (f" (did you mean {close[0]!r}?)" if close else ""))
     for key in ("checkpoint", "resume"):
         path = cfg.get(key)
-        # resume also takes the folder a trainer=deepspeed run checkpoints to
+        # resume also takes the folder a trainer=fsdp or trainer=deepspeed run checkpoints to
         if path and not Path(path).is_file() and not (key == "resume" and Path(path).is_dir()):
             raise ConfigError(f"{key}={path!r}: no such file")
     if cfg.get("resume") and stage not in ("all", "rl"):
