@@ -18,21 +18,23 @@ def masked_nll(policy: TrainablePolicy, batch: dict[str, Tensor], weights: Tenso
 
     Shapes: batch tensors and ``weights`` ``[N, L]`` → scalar.
     """
-    return _masked_nll(policy, batch, weights)[0]
+    total, weight, _ = _masked_nll(policy, batch, weights)
+    return total / weight.clamp(min=1e-8)
 
 
 def _masked_nll(policy: TrainablePolicy, batch: dict[str, Tensor],
-                weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """The batch's (weighted) mean NLL and each sequence's unweighted mean NLL (detached).
+                weights: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """The batch's (weighted) summed NLL, the summed weight it is a mean over (detached),
+    and each sequence's unweighted mean NLL (detached).
 
-    Shapes: batch tensors ``[N, L]`` → scalar, ``[N]``.
+    Shapes: batch tensors ``[N, L]`` → scalar, scalar, ``[N]``.
     """
     mask = batch["loss_mask"]
     w = mask if weights is None else weights * mask
     lp, _ = policy.token_logprobs(batch["input_ids"], batch["attention_mask"], from_pos=first_loss_position(mask),
                                   loss_mask=mask)
     per_sequence = -(lp.detach() * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-    return -(lp * w).sum() / w.sum().clamp(min=1e-8), per_sequence
+    return -(lp * w).sum(), w.sum().detach().float(), per_sequence
 
 
 def turn_opening_weights(loss_mask: Tensor, skip: int, n_tokens: int, weight: float) -> Tensor:
@@ -125,10 +127,21 @@ class SFTLitModule(L.LightningModule):
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
         with self.policy.autocast(self.bf16):
-            loss, per_sequence = _masked_nll(self.policy, batch, weights)
+            total, weight, per_sequence = _masked_nll(self.policy, batch, weights)
         for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
             _remember(self._last_seen, sid, (self.global_step, v, 1))
-        self.log("sft/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
+        world = self.trainer.world_size
+        if world == 1:
+            loss = total / weight.clamp(min=1e-8)
+            mean = loss.detach()
+        else:
+            # the processes' batches hold different token counts: each takes its share of the
+            # combined batch's token mean, and the gradient all-reduce (an average over the
+            # processes, hence × world) adds the shares up to the step one process would make
+            both = self.trainer.strategy.reduce(torch.stack([total.detach().float(), weight]), reduce_op="sum")
+            loss = total * (world / both[1].clamp(min=1e-8))
+            mean = both[0] / both[1].clamp(min=1e-8)
+        self.log("sft/loss", mean, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         self.log("sft/policy_tokens", batch["loss_mask"].sum(), batch_size=batch["input_ids"].shape[0])
         self.log("sft/lr", self.optimizers().optimizer.param_groups[0]["lr"], batch_size=batch["input_ids"].shape[0])
         return loss

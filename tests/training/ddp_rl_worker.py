@@ -9,7 +9,8 @@ process saves ``{case: trained LoRA weights}`` to ``OUT``. In case ``masked:q1,q
 questions bring no policy token, in ``none:q1,q2`` no trajectory: the second process has
 nothing to learn from in the first iteration while the first has. Then two SFT steps on
 eight one-question trajectories in batches of two: each process writes the per-question
-losses it ends with to ``OUT.sft<rank>.json``.
+losses it ends with to ``OUT.sft<rank>.json``. Last, two SFT steps on batches of four rows
+(two a process): the first process saves the trained LoRA weights to ``OUT.sft_weights.pt``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import functools
 import json
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Sampler
 
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.training import (
@@ -34,6 +35,7 @@ from kgreason.training import (
     collate,
     leave_process_group,
 )
+from kgreason.training.distributed import rank_and_world
 from kgreason.training.experience import Experience
 from kgreason.training.sharding import full_state, held_weights
 from kgreason.types import KBQASample, Trajectory
@@ -143,6 +145,39 @@ def sft(devices: int, kind: str = "ddp") -> tuple[L.Trainer, dict[str, float], d
     return trainer, module.question_losses, {"held": held, "total": total}
 
 
+class CombinedBatches(Sampler[list[int]]):
+    """Batches of four rows in one process; each of two processes takes two rows of each."""
+
+    def __iter__(self) -> Iterator[list[int]]:
+        rank, world = rank_and_world()
+        for start in (0, 4):
+            rows = range(start, start + 4)
+            yield list(rows) if world == 1 else list(rows[2 * rank : 2 * rank + 2])
+
+    def __len__(self) -> int:
+        return 2
+
+
+def sft_on_combined_batches(devices: int, kind: str = "ddp") -> dict[str, torch.Tensor]:
+    """Two SFT steps on rows whose policy turns are 2 to 12 tokens long: the trained LoRA weights."""
+    torch.manual_seed(0)
+    policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8))
+    trajs = []
+    for i, n in enumerate((2, 12, 3, 4, 10, 2, 5, 3)):  # processes' token counts differ: 14 vs 7, 12 vs 8
+        rng = random.Random(100 + i)
+        t = Trajectory(sample_id=f"q{i}")
+        t.append_tokens([rng.randrange(5, 400) for _ in range(5)], policy=False, turn=-1)
+        t.append_tokens([rng.randrange(5, 400) for _ in range(n)], policy=True, turn=0)
+        trajs.append(t)
+    loader = DataLoader(trajs, batch_sampler=CombinedBatches(),
+                        collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id))
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
+                        max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, use_distributed_sampler=False)
+    trainer.fit(SFTLitModule(policy, lr=1e-3), loader)
+    return policy.adapter_state()
+
+
 def main(out: str, devices: int, kind: str = "ddp") -> None:
     weights = {}
     for case in CASES:  # Lightning starts the second process at the first fit; later fits reuse it
@@ -152,6 +187,9 @@ def main(out: str, devices: int, kind: str = "ddp") -> None:
     if trainer.is_global_zero:
         torch.save(weights, out)
     trainer, losses, held = sft(devices, kind)
+    combined = sft_on_combined_batches(devices, kind)
+    if trainer.is_global_zero:
+        torch.save(combined, f"{out}.sft_weights.pt")
     with open(f"{out}.sft{trainer.global_rank}.json", "w") as f:
         json.dump(losses, f)
     with open(f"{out}.held{trainer.global_rank}.json", "w") as f:

@@ -1,6 +1,6 @@
 """Data parallelism (``trainer=ddp``, ``trainer=fsdp``, ``trainer=deepspeed``): two CPU
-processes (gloo) make the RL update one process makes on the combined batch, and end SFT
-knowing every question's loss; under FSDP and ZeRO-3 each holds half of the weights."""
+processes (gloo) make the RL update and the SFT step one process makes on the combined
+batch, and end SFT knowing every question's loss; under FSDP and ZeRO-3 each holds half of the weights."""
 
 from __future__ import annotations
 
@@ -58,6 +58,19 @@ def test_deepspeed_with_offloading_updates_as_one_process(zero_runs):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     check_update_as_one(zero_runs, "weights_2_zero3_offload.pt", cases={"ppo"})
+
+
+@pytest.mark.parametrize("kind", ["ddp", "fsdp", "zero2", "zero3"])
+def test_sft_steps_of_two_processes_are_one_process_steps_on_the_combined_batch(request, kind):
+    """Each process's batch holds a different number of policy tokens (14 vs 7, 12 vs 8):
+    the loss is the combined batch's token mean, not the mean of the processes' means."""
+    d = request.getfixturevalue("zero_runs" if kind.startswith("zero") else "runs")
+    one = torch.load(d / "weights_1.pt.sft_weights.pt")
+    two = torch.load(d / f"weights_2{'' if kind == 'ddp' else '_' + kind}.pt.sft_weights.pt")
+    # LoRA's B starts at 0: the two steps moved it
+    assert one.keys() == two.keys() and max(float(v.abs().max()) for k, v in one.items() if "lora_B" in k) > 1e-3
+    for k in one:
+        torch.testing.assert_close(two[k], one[k], rtol=0, atol=5e-6, msg=k)
 
 
 def test_deepspeed_zero3_processes_each_hold_half_of_the_weights(zero_runs):
