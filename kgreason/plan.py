@@ -13,8 +13,11 @@ precision with Adam: trainable weights keep an fp32 master copy (4 bytes), fp32 
 (4) and two fp32 moments (8), 16 bytes a trainable parameter under DDP; frozen weights (a
 LoRA policy's base) are 2 bytes (bf16). FSDP shards all of it over the devices and gathers
 one unit (a decoder layer or the embeddings) at a time, with the next one prefetched.
-ZeRO-2 keeps the bf16 weights whole on each device and shards the rest; ZeRO-3 shards
-everything as FSDP does. Offload keeps the sharded states in host memory (reported as
+``trainer=deepspeed`` trains these float32 weights too (bf16 is autocast:
+``trainer.precision`` stays 32-true), so ZeRO-2 keeps them whole on each device and shards
+the gradients and the optimiser state, to which DeepSpeed adds a float32 copy of each
+device's partition (12 bytes); ZeRO-3 shards everything as FSDP does (its optimiser
+updates the float32 partitions in place). Offload keeps the sharded states in host memory (reported as
 ``cpu``). Activations are counted per token and layer from the tensors a Llama-style
 decoder saves for backward (SDPA/flash attention, SwiGLU MLP), or only each layer's input
 with activation checkpointing (``model.policy.activation_checkpointing``), plus the fp32 logits of the loss positions (kgreason
@@ -231,23 +234,21 @@ def model_states(shape: ModelShape, trainable: int, strategy: str, devices: int,
     >>> on_gpu, _ = model_states(s, s.params, "ddp", 1)
     >>> round(sum(on_gpu.values()) / s.params)  # 16 bytes a parameter
     16
-    >>> on_gpu, _ = model_states(s, s.params, "zero3", 4)
-    >>> round(on_gpu["optimizer"] / s.params, 2)  # 12 bytes (master + moments) over 4 devices
+    >>> on_gpu, _ = model_states(s, s.params, "zero2", 4)
+    >>> round(on_gpu["optimizer"] / s.params, 2)  # 12 bytes (DeepSpeed's fp32 copy + moments) over 4 devices
     3.0
     """
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    psi, frozen = shape.params, shape.params - trainable
+    frozen = shape.params - trainable
     unit = 2 * 2 * shape.largest_unit()  # a gathered bf16 unit and the prefetched next one
     if strategy == "ddp":
         return {"weights": 4 * trainable + frozen_bytes * frozen, "gradients": 4 * trainable,
                 "optimizer": 8 * trainable}, 0.0
     if strategy == "zero2":
-        return {"weights": 2 * psi, "gradients": 2 * trainable / devices, "optimizer": 12 * trainable / devices}, 0.0
-    if strategy == "zero3":
-        return {"weights": 2 * psi / devices + unit, "gradients": 2 * trainable / devices,
+        return {"weights": 4 * trainable + frozen_bytes * frozen, "gradients": 4 * trainable / devices,
                 "optimizer": 12 * trainable / devices}, 0.0
-    if strategy == "fsdp":
+    if strategy in ("fsdp", "zero3"):
         return {"weights": (4 * trainable + 2 * frozen) / devices + unit, "gradients": 4 * trainable / devices,
                 "optimizer": 8 * trainable / devices}, 0.0
     # offload: the shards live in host memory; the device holds the gathered units and their gradients

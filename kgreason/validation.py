@@ -92,9 +92,7 @@ RULES = (
 
 #: key → its valid values
 CHOICES: dict[str, tuple[str, ...]] = {"data.unanswered": ("drop", "fail"), "data.on_missing": ("keep", "drop", "fail"),
-                                       "rollout.overlong": ("keep", "mask"),
-                                       "trainer.precision": ("32-true", "bf16-mixed", "bf16-true", "16-mixed", "16-true",
-                                                             "64-true", "32", "bf16", "16", "64")}
+                                       "rollout.overlong": ("keep", "mask")}
 
 #: loader target → what its ``path`` must be
 PATH_KINDS: dict[str, str] = {
@@ -201,6 +199,13 @@ def check_values(cfg: DictConfig, rules: tuple[Rule, ...] = RULES,
         raise ConfigError(f"objective.on_policy=true is one update per batch; objective.ppo_epochs="
                           f"{cfg.objective.ppo_epochs} would reuse the batch off-policy: set ppo_epochs=1, or "
                           "on_policy=false for PPO's clipped ratio")
+    present, precision = _value(cfg, "trainer.precision")
+    if present and str(precision) not in ("32-true", "32"):
+        # Lightning's precision plugins would wrap the whole RL step, rollouts included, and
+        # DeepSpeed's would train bf16 weights: neither is what results.json records
+        raise ConfigError(f"trainer.precision={precision!r}: choose 32-true; bf16 is set per stage, as autocast "
+                          "over float32 weights (sft.bf16, objective.bf16: true, false or auto) or as bf16 "
+                          "weights (model.policy.bf16=true), and results.json records what each stage ran in")
     for key, choices in CHOICES.items():
         present, value = _value(cfg, key)
         if present and str(value) not in choices:

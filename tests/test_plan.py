@@ -46,7 +46,9 @@ def test_strategies_on_a_hand_worked_one_layer_model():
     ddp, _ = model_states(s, psi, "ddp", 4)
     assert (ddp["weights"], ddp["gradients"], ddp["optimizer"]) == (4 * psi, 4 * psi, 8 * psi)  # not sharded
     z2, _ = model_states(s, psi, "zero2", 4)
-    assert (z2["weights"], z2["gradients"], z2["optimizer"]) == (2 * psi, 2 * psi / 4, 12 * psi / 4)
+    # float32 weights whole; DeepSpeed's float32 copy of the partition beside the moments
+    assert (z2["weights"], z2["gradients"], z2["optimizer"]) == (4 * psi, 4 * psi / 4, 12 * psi / 4)
+    assert model_states(s, psi, "zero3", 4) == model_states(s, psi, "fsdp", 4)  # all sharded, updated in place
     off, host = model_states(s, psi, "fsdp_offload", 4)
     assert off["optimizer"] == 0 and host == 16 * psi / 4
     lora, _ = model_states(s, 2, "ddp", 1)  # 2 trainable, the rest frozen bf16

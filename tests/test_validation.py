@@ -29,7 +29,8 @@ BAD = {
     "engine.top_p=2": r"engine.top_p=2: must be a number in \(0, 1\]",
     "engine.top_k=-1": r"engine.top_k=-1: must be an integer >= 0",
     "engine.temperature=0": r"engine.temperature=0: must be a number > 0",
-    "trainer.precision=abc": r"trainer.precision='abc': choose one of 32-true, bf16-mixed",
+    "trainer.precision=abc": r"trainer.precision='abc': choose 32-true; bf16 is set per stage",
+    "trainer.precision=bf16-mixed": r"trainer.precision='bf16-mixed': choose 32-true; .*\(sft.bf16, objective.bf16",
 }
 
 
