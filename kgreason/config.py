@@ -42,6 +42,33 @@ def run_dir_of(ckpt: str | Path | None, default: str) -> str:
 
 OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
 
+#: the longest sweep-job folder name kept whole (file systems allow 255 bytes)
+JOB_DIR_BYTES = 200
+
+
+def job_dir_of(overrides: str) -> str:
+    """A sweep job's folder name: its overrides (Hydra's ``override_dirname``), cut with a
+    hash of the whole where they would pass :data:`JOB_DIR_BYTES`, so that a sweep with
+    many overrides still gets one folder a job, each still telling what it ran.
+
+    >>> job_dir_of("reward=f1,seed=0")
+    'reward=f1,seed=0'
+    >>> long = job_dir_of("data.train_limit=8," * 20)
+    >>> len(long.encode()), long[-9:] != job_dir_of("data.eval_limit=8," * 20)[-9:]
+    (200, True)
+    """
+    raw = overrides.encode()
+    if len(raw) <= JOB_DIR_BYTES:
+        return overrides
+    import hashlib
+
+    digest = hashlib.sha1(raw).hexdigest()[:8]
+    head = raw[: JOB_DIR_BYTES - len(digest) - 1].decode(errors="ignore")
+    return f"{head}-{digest}"
+
+
+OmegaConf.register_new_resolver("kgreason.job_dir", job_dir_of, replace=True)
+
 
 def data_dir(sub: str = "") -> str:
     """Absolute path of the shared data (``$KGREASON_DATA``, else ``../shared/data`` beside the checkout).
