@@ -1,6 +1,6 @@
 """Every ``python experiments/run.py ...`` command the docs show, run to its end with its
-sizes cut (``SHRINK``: one SFT step, one RL iteration, eight training and two evaluation
-questions): the composition each command names — its method, preset, KB, reward, objective,
+sizes cut (``SHRINK``: one SFT step, one RL iteration, eight training and three evaluation
+questions, one a hop where a preset stratifies by hops): the composition each command names — its method, preset, KB, reward, objective,
 rollout, engine, stage and ablation sweep — trains and evaluates on the real model and KB,
 not only composes (``tests/test_docs_commands.py``). Commands that name the papers'
 hardware (``preset=full``) or a GPU are skipped with that reason; ``resume=`` commands are
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: key → the value a command runs with here (only the keys its config has)
 SHRINK = {"sft.steps": 1, "rl.iterations": 1, "rl.checkpoint_every": 1, "data.train_limit": 8,
-          "data.eval_limit": 2, "curriculum.batch_size": 2, "rollout.n_rollouts": 2, "objective.mini_batch_size": 4,
+          "data.eval_limit": 3, "curriculum.batch_size": 2, "rollout.n_rollouts": 2, "objective.mini_batch_size": 4,
           "cold_start.limit": 8, "ranker_training.epochs": 1, "eval.untrained": False}
 #: what makes a command the papers' hardware's (a reason to skip it here)
 GPU_ONLY = {"preset=full": "the paper's model and cards (hardware.*)", "trainer=gpu": "a CUDA device",
@@ -136,5 +136,5 @@ def test_every_docs_command_runs_to_its_end_shrunk(command, workdir, tmp_path):
         reports = record.get("eval", {})
         if stage in ("all", "eval"):
             assert reports, f"{command}: {path} has no evaluation"
-        # every evaluation answered the two questions
-        assert all(r["overall"]["n"] == 2 for r in reports.values()), (command, path)
+        # every evaluation answered the three questions
+        assert all(r["overall"]["n"] == 3 for r in reports.values()), (command, path)

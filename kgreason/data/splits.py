@@ -53,23 +53,38 @@ def check_stratify(by: str) -> None:
 
 def stratified_subset(samples: Sequence[S], limit: int | None, by: str, seed: int) -> list[S]:
     """A seeded subset with ``limit // n`` samples from each of the ``n`` values of the
-    sample field ``by`` (all of a value's samples when it has fewer).
+    sample field ``by``, one more from each of the first ``limit % n`` values (all of a
+    value's samples when it has fewer).
 
     A pooled draw follows the dataset's proportions (MetaQA dev: 26 % 1-hop), so a
     per-hop score would rest on unequal and small groups.
+
+    Raises:
+        DatasetError: ``limit`` is smaller than ``n``: some value would have no sample.
 
     >>> from kgreason.types import KBQASample
     >>> qs = [KBQASample(id=str(i), question="?", hops=1 + (i % 3 == 0)) for i in range(9)]
     >>> sorted(q.hops for q in stratified_subset(qs, 4, "hops", seed=0))
     [1, 1, 2, 2]
+    >>> sorted(q.hops for q in stratified_subset(qs, 5, "hops", seed=0))
+    [1, 1, 1, 2, 2]
+    >>> stratified_subset(qs, 1, "hops", seed=0)
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.DatasetError: data.eval_limit=1 with data.stratify=hops: fewer questions than the 2 values of hops (1, 2), so some would have none; ask for at least 2
     """
     check_stratify(by)
     groups: dict[object, list[S]] = {}
     for s in samples:
         groups.setdefault(getattr(s, by), []).append(s)
-    per = None if limit is None else limit // max(1, len(groups))
+    keys = sorted(groups, key=str)
+    if limit is not None and limit < len(keys):
+        raise DatasetError(f"data.eval_limit={limit} with data.stratify={by}: fewer questions than the {len(keys)} "
+                           f"values of {by} ({', '.join(map(str, keys))}), so some would have none; ask for at least "
+                           f"{len(keys)}")
     out: list[S] = []
-    for i, key in enumerate(sorted(groups, key=str)):
+    for i, key in enumerate(keys):
+        per = None if limit is None else limit // len(keys) + (i < limit % len(keys))
         out += sample_subset(groups[key], per, seed + i)
     return out
 
