@@ -296,6 +296,10 @@ def plan(shape: ModelShape, w: Workload, strategy: str, devices: int) -> MemoryP
 
 def shape_of(name: str) -> ModelShape:
     key = name.lower().rsplit("/", 1)[-1]
+    if not key:
+        raise ConfigError("the composed model has no name (model=tiny, the default, is a random test model): "
+                          "plan a method's preset (method=kg_r1 preset=demo) or set hardware.model to one of "
+                          f"{', '.join(sorted(MODEL_SHAPES))}")
     if key not in MODEL_SHAPES:
         raise ConfigError(f"the planner has no shape for model {name!r}; known: {', '.join(sorted(MODEL_SHAPES))} "
                           "(set hardware.model to one of them)")

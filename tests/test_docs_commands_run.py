@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from functools import cache
@@ -22,7 +23,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from kgreason.config import CONFIG_DIR, compose_config
-from tests.test_docs_commands import DOC_COMMANDS, REFUSED, argv_of
+from tests.test_docs_commands import DOC_COMMANDS, REFUSED, TOOL_COMMANDS, argv_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,3 +139,26 @@ def test_every_docs_command_runs_to_its_end_shrunk(command, workdir, tmp_path):
             assert reports, f"{command}: {path} has no evaluation"
         # every evaluation answered the three questions
         assert all(r["overall"]["n"] == 3 for r in reports.values()), (command, path)
+
+
+#: ``python -m kgreason...`` commands not run here, and why
+MODULES_NOT_RUN = {"kgreason.serve": "a server that runs until stopped: tests/serve/ starts and queries it",
+                   "kgreason.data.demo.build": "rewrites the shipped demo questions: tests/data/ checks them"}
+MODULE_COMMANDS = sorted({c for _, c in TOOL_COMMANDS if c.startswith("-m kgreason")})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", MODULE_COMMANDS, ids=[re.sub(r"[^\w=.,-]+", "_", c[3:]) for c in MODULE_COMMANDS])
+def test_every_docs_module_command_runs(command, workdir):
+    """The ``python -m kgreason...`` tools the docs show; ``<run>`` is a shrunk KG-R1 demo run."""
+    module = command.split()[1]
+    if module in MODULES_NOT_RUN:
+        pytest.skip(MODULES_NOT_RUN[module])
+    args = shlex.split(command)[2:]
+    if re.search(r"<(?!run>)[^<>]*>|…|\.\.\.$", command):
+        pytest.skip("names the files of one experiment in the notes (<sft eval>, <pass8>, …)")
+    run_dir = trained("kg_r1", "demo", workdir).parent if any("<run>" in a for a in args) else None
+    args = [a.replace("<run>", str(run_dir)) for a in args]
+    p = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, f"{command}\n{p.stderr[-3000:]}"
+    assert p.stdout.strip() or p.stderr.strip(), f"{command} printed nothing"
