@@ -127,18 +127,18 @@ class SFTLitModule(L.LightningModule):
         if weight != 1.0 and n_tokens > 0:
             weights = turn_opening_weights(batch["loss_mask"], skip, n_tokens, weight)
         with self.policy.autocast(self.bf16):
-            total, weight, per_sequence = _masked_nll(self.policy, batch, weights)
+            total, denom, per_sequence = _masked_nll(self.policy, batch, weights)
         for sid, v in zip(batch.get("sample_ids", ()), per_sequence.float().tolist(), strict=False):
             _remember(self._last_seen, sid, (self.global_step, v, 1))
         world = self.trainer.world_size
         if world == 1:
-            loss = total / weight.clamp(min=1e-8)
+            loss = total / denom.clamp(min=1e-8)
             mean = loss.detach()
         else:
             # the processes' batches hold different token counts: each takes its share of the
             # combined batch's token mean, and the gradient all-reduce (an average over the
             # processes, hence × world) adds the shares up to the step one process would make
-            both = self.trainer.strategy.reduce(torch.stack([total.detach().float(), weight]), reduce_op="sum")
+            both = self.trainer.strategy.reduce(torch.stack([total.detach().float(), denom]), reduce_op="sum")
             loss = total * (world / both[1].clamp(min=1e-8))
             mean = both[0] / both[1].clamp(min=1e-8)
         self.log("sft/loss", mean, prog_bar=True, batch_size=batch["input_ids"].shape[0])
