@@ -4,7 +4,7 @@ questions, one a hop where a preset stratifies by hops): the composition each co
 rollout, engine, stage and ablation sweep — trains and evaluates on the real model and KB,
 not only composes (``tests/test_docs_commands.py``). Commands that name the papers'
 hardware (``preset=full``) or a GPU are skipped with that reason; ``resume=`` commands are
-run by ``tests/training/test_resume.py``. Slow: about an hour on 2 CPU cores
+run by ``tests/training/test_resume.py``. Slow: about 35 minutes on 2 CPU cores
 (``pytest -m slow tests/test_docs_commands_run.py``). Commands that differ only in those
 sizes, the seed or paths run once; an ablation table's sweep is run row by row in
 ``tests/experiments/test_ablations.py``."""

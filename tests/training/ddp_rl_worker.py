@@ -134,6 +134,14 @@ def sft(devices: int, kind: str = "ddp") -> tuple[L.Trainer, dict[str, float], d
         t.append_tokens([rng.randrange(5, 400) for _ in range(rng.randrange(3, 9))], policy=True, turn=0)
         trajs.append(t)
     batches = LengthGroupedBatches([len(t.token_ids) for t in trajs], batch_size=2, seed=0)
+    trainer, module = fit_sft(policy, trajs, batches, devices, kind)
+    held, total = held_weights(policy.model)  # FSDP: this process's shard
+    return trainer, module.question_losses, {"held": held, "total": total}
+
+
+def fit_sft(policy: CausalLMPolicy, trajs: list[Trajectory], batches: Sampler[list[int]], devices: int,
+            kind: str) -> tuple[L.Trainer, SFTLitModule]:
+    """Two SFT steps on ``trajs`` in the batches ``batches`` gives each process."""
     loader = DataLoader(trajs, batch_sampler=batches,
                         collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id))
     module = SFTLitModule(policy, lr=1e-3)
@@ -141,8 +149,7 @@ def sft(devices: int, kind: str = "ddp") -> tuple[L.Trainer, dict[str, float], d
                         max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, use_distributed_sampler=False)
     trainer.fit(module, loader)
-    held, total = held_weights(policy.model)  # FSDP: this process's shard
-    return trainer, module.question_losses, {"held": held, "total": total}
+    return trainer, module
 
 
 class CombinedBatches(Sampler[list[int]]):
@@ -169,12 +176,7 @@ def sft_on_combined_batches(devices: int, kind: str = "ddp") -> dict[str, torch.
         t.append_tokens([rng.randrange(5, 400) for _ in range(5)], policy=False, turn=-1)
         t.append_tokens([rng.randrange(5, 400) for _ in range(n)], policy=True, turn=0)
         trajs.append(t)
-    loader = DataLoader(trajs, batch_sampler=CombinedBatches(),
-                        collate_fn=functools.partial(collate, pad_id=policy.tokenizer.pad_token_id))
-    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy(devices, kind),
-                        max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, use_distributed_sampler=False)
-    trainer.fit(SFTLitModule(policy, lr=1e-3), loader)
+    fit_sft(policy, trajs, CombinedBatches(), devices, kind)
     return policy.adapter_state()
 
 
