@@ -24,9 +24,19 @@ THEIR_FILES = {"my_questions.jsonl": "docs/examples/capitals.jsonl"}
 
 def block_lines(text: str) -> list[str]:
     """The lines of a page's shell code blocks, continuations (``\\``) joined, stripped."""
-    found = []
-    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
-        found += [line.strip() for line in re.sub(r"\\\n\s*", " ", block).splitlines()]
+    found: list[str] = []
+    lang: str | None = None  # the open block's language; None outside a block
+    block: list[str] = []
+    for line in text.splitlines():
+        fence = re.match(r"\s*```(\w*)", line)
+        if fence and lang is None:
+            lang, block = fence.group(1), []
+        elif fence:  # a closing fence: a python block's must not open a shell block
+            if lang in ("bash", "sh", "console", ""):
+                found += [x.strip() for x in re.sub(r"\\\n\s*", " ", "\n".join(block)).splitlines()]
+            lang = None
+        elif lang is not None:
+            block.append(line)
     return found
 
 

@@ -4,7 +4,7 @@ questions, one a hop where a preset stratifies by hops): the composition each co
 rollout, engine, stage and ablation sweep — trains and evaluates on the real model and KB,
 not only composes (``tests/test_docs_commands.py``). Commands that name the papers'
 hardware (``preset=full``) or a GPU are skipped with that reason; ``resume=`` commands are
-run by ``tests/training/test_resume.py``. Slow: about 35 minutes on 2 CPU cores
+run by ``tests/training/test_resume.py``. Slow: about 45 minutes on 2 CPU cores
 (``pytest -m slow tests/test_docs_commands_run.py``). Commands that differ only in those
 sizes, the seed or paths run once; an ablation table's sweep is run row by row in
 ``tests/experiments/test_ablations.py``."""
@@ -33,7 +33,12 @@ SHRINK = {"sft.steps": 1, "rl.iterations": 1, "rl.checkpoint_every": 1, "data.tr
           "cold_start.limit": 8, "ranker_training.epochs": 1, "eval.untrained": False}
 #: what makes a command the papers' hardware's (a reason to skip it here)
 GPU_ONLY = {"preset=full": "the paper's model and cards (hardware.*)", "trainer=gpu": "a CUDA device",
-            "trainer.accelerator=gpu": "a CUDA device", "engine=vllm": "vLLM on a GPU"}
+            "trainer.accelerator=gpu": "a CUDA device", "engine=vllm": "vLLM on a GPU",
+            "engine.weight_sync=vllm_lora": "a vLLM server on a GPU",
+            "engine.weight_sync=sglang_disk": "an SGLang server on a GPU"}
+#: what makes a command need a server of the reader's (a reason to skip it here), and the test that runs one
+NEEDS_SERVER = {"engine=openai": "completion servers: tests/serve/test_openai_engine.py starts two and runs a smoke run",
+                "kb=sparql_endpoint": "the reader's SPARQL endpoint: tests/experiments/test_own_data.py starts one"}
 
 #: ablation tables shown as sweeps: their rows run in tests/experiments/test_ablations.py
 ABLATION_TABLES = tuple(p.stem for p in (CONFIG_DIR / "ablation").glob("*.yaml"))
@@ -101,6 +106,9 @@ def test_every_docs_command_runs_to_its_end_shrunk(command, workdir, tmp_path):
     for phrase, needs in GPU_ONLY.items():
         if phrase in command.split():
             pytest.skip(f"requires a GPU: {needs}")
+    for phrase, needs in NEEDS_SERVER.items():
+        if phrase in command.split():
+            pytest.skip(f"needs {needs}")
     if any(f"ablation={t}" in command.split() for t in ABLATION_TABLES):
         pytest.skip("an ablation table: every row runs in tests/experiments/test_ablations.py")
     argv = argv_of(command, tmp_path / "policy.pt")
@@ -143,7 +151,9 @@ def test_every_docs_command_runs_to_its_end_shrunk(command, workdir, tmp_path):
 
 #: ``python -m kgreason...`` commands not run here, and why
 MODULES_NOT_RUN = {"kgreason.serve": "a server that runs until stopped: tests/serve/ starts and queries it",
-                   "kgreason.data.demo.build": "rewrites the shipped demo questions: tests/data/ checks them"}
+                   "kgreason.data.demo.build": "rewrites the shipped demo questions: tests/data/ checks them",
+                   "kgreason.eval.plans": "reads a MetaQA run's episodes against MetaQA's gold paths: "
+                                          "tests/eval/test_plans.py runs it on a teacher's MetaQA episodes"}
 MODULE_COMMANDS = sorted({c for _, c in TOOL_COMMANDS if c.startswith("-m kgreason")})
 
 
@@ -155,10 +165,10 @@ def test_every_docs_module_command_runs(command, workdir):
     if module in MODULES_NOT_RUN:
         pytest.skip(MODULES_NOT_RUN[module])
     args = shlex.split(command)[2:]
-    if re.search(r"<(?!run>)[^<>]*>|…|\.\.\.$", command):
-        pytest.skip("names the files of one experiment in the notes (<sft eval>, <pass8>, …)")
+    if re.search(r"<(?!run>)[^<>]*>|…|\.\.\.$|outputs/(?!<run>)", command):
+        pytest.skip("names the files of one experiment (<sft eval>, outputs/pass8, …)")
     run_dir = trained("kg_r1", "demo", workdir).parent if any("<run>" in a for a in args) else None
-    args = [a.replace("<run>", str(run_dir)) for a in args]
+    args = [a.replace("outputs/<run>", str(run_dir)).replace("<run>", str(run_dir)) for a in args]
     p = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, f"{command}\n{p.stderr[-3000:]}"
     assert p.stdout.strip() or p.stderr.strip(), f"{command} printed nothing"

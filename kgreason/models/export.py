@@ -92,9 +92,6 @@ def export_pretrained(policy, out: str | Path, base: str | None = None,
     Returns:
         ``{"merged": path, "adapter": path}`` for what was written.
     """
-    from peft import LoraConfig
-    from safetensors.torch import save_file
-
     out = Path(out)
     written: dict[str, Path] = {}
     model = merged_copy(policy.model)
@@ -103,22 +100,40 @@ def export_pretrained(policy, out: str | Path, base: str | None = None,
     model.save_pretrained(out / "merged")
     policy.tokenizer.save_pretrained(out / "merged")
     written["merged"] = out / "merged"
-    stack = _trained([*policy.merged_adapters, policy.adapter_state()]) if policy.lora is not None else []
-    if stack and base is not None:
-        lora, k = policy.lora, len(stack)
-        n_layers = policy.model.config.num_hidden_layers
-        layers = None if lora.top_layers is None else list(range(n_layers - lora.top_layers, n_layers))
-        cfg = LoraConfig(r=lora.r * k, lora_alpha=lora.alpha * k, lora_dropout=lora.dropout,
-                         target_modules=list(lora.target_modules), layers_to_transform=layers,
-                         task_type="CAUSAL_LM", base_model_name_or_path=str(base))
-        path = out / "adapter"
-        cfg.save_pretrained(path)
-        # peft's file format: the adapter's name is not part of the key
-        weights = {k.replace(".default.", "."): v.contiguous() for k, v in combine_adapters(stack).items()}
-        save_file(weights, path / "adapter_model.safetensors")
-        policy.tokenizer.save_pretrained(path)
-        written["adapter"] = path
+    if policy.lora is not None and base is not None and _trained([*policy.merged_adapters, policy.adapter_state()]):
+        written["adapter"] = save_adapter(policy, out / "adapter", base)
+        policy.tokenizer.save_pretrained(out / "adapter")
     return written
+
+
+def save_adapter(policy, path: str | Path, base: str) -> Path:
+    """Write ``policy``'s whole adapter stack as one peft LoRA adapter folder over ``base``.
+
+    The stack's trained adapters (SFT's, then RL's, ...) are concatenated along the rank
+    (:func:`combine_adapters`), so the folder has rank ``k·r`` for ``k`` trained adapters; an
+    untrained policy gives its own zero adapter (rank ``r``), which changes nothing.
+
+    Raises:
+        KGReasonError: ``policy`` is fully fine-tuned (no adapters).
+    """
+    from peft import LoraConfig
+    from safetensors.torch import save_file
+
+    if policy.lora is None:
+        raise KGReasonError("a fully fine-tuned policy has no LoRA adapter to save")
+    stack = _trained([*policy.merged_adapters, policy.adapter_state()]) or [policy.adapter_state()]
+    lora, k = policy.lora, len(stack)
+    n_layers = policy.model.config.num_hidden_layers
+    layers = None if lora.top_layers is None else list(range(n_layers - lora.top_layers, n_layers))
+    cfg = LoraConfig(r=lora.r * k, lora_alpha=lora.alpha * k, lora_dropout=lora.dropout,
+                     target_modules=list(lora.target_modules), layers_to_transform=layers,
+                     task_type="CAUSAL_LM", base_model_name_or_path=str(base))
+    path = Path(path)
+    cfg.save_pretrained(path)
+    # peft's file format: the adapter's name is not part of the key
+    weights = {k.replace(".default.", "."): v.contiguous() for k, v in combine_adapters(stack).items()}
+    save_file(weights, path / "adapter_model.safetensors")
+    return path
 
 
 def export_checkpoint(checkpoint: str | Path, out: str | Path | None = None) -> dict[str, Path]:

@@ -9,6 +9,6 @@ machine without a GPU and a way to serve a trained policy::
     python -m kgreason.serve --model outputs/<run>/export/merged --engine ct2
 """
 
-from kgreason.serve.app import create_app
+from kgreason.serve.app import create_app, merge_adapter
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "merge_adapter"]

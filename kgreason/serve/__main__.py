@@ -11,6 +11,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="smollm2, tiny (a random test model, --seed), or a save_pretrained folder")
     ap.add_argument("--engine", default="hf", choices=["hf", "ct2"])
     ap.add_argument("--name", default="policy", help="the served model name")
+    ap.add_argument("--weight-version", default="default", help="the weights version before the first update "
+                    "(what SGLang's clients read in metadata.weight_version)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--seed", type=int, default=0)
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         from kgreason.rollout import CT2Engine
 
         engine = CT2Engine(policy)
-    uvicorn.run(create_app(policy, engine, name=args.name), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(create_app(policy, engine, name=args.name, weight_version=args.weight_version), host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

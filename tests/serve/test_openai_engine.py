@@ -18,10 +18,12 @@ import torch
 
 from kgreason.data import load_dataset
 from kgreason.envs import make_env
-from kgreason.errors import EngineUnavailable
+from kgreason.errors import ConfigError, EngineUnavailable
 from kgreason.kb.servers import free_port
 from kgreason.models import CausalLMPolicy, LoraSettings
+from kgreason.models.export import merged_copy, save_adapter
 from kgreason.rollout import HFEngine, MultiTurnRollout, OpenAIEngine
+from kgreason.serve.app import merge_adapter
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -31,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 class Server:
     """``python -m kgreason.serve --model tiny`` on a free loopback port, stopped by PID."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int = 0) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen([sys.executable, "-m", "kgreason.serve", "--model", "tiny", "--port",
-                                      str(self.port), "--threads", "1"], cwd=ROOT,
+                                      str(self.port), "--threads", "1", "--seed", str(seed)], cwd=ROOT,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -86,10 +88,22 @@ def prompts(policy: CausalLMPolicy, n: int) -> list[list[int]]:
     return [policy.chat_ids([{"role": "user", "content": f"question {i}" + " more" * i}]) for i in range(n)]
 
 
-def test_tokens_logprobs_and_weights_come_from_the_trainers_policy(servers):
+@pytest.mark.parametrize("weight_sync", ["kgreason", "vllm_lora", "sglang_disk"])
+def test_tokens_logprobs_and_weights_come_from_the_trainers_policy(weight_sync):
     policy = lora_policy()
+    # vLLM serves the pre-trained base and takes adapters: the servers start from the policy's
+    # base (seed 1); the other protocols push whole weights, so the servers start from others
+    started = [Server(seed=1 if weight_sync == "vllm_lora" else 0) for _ in range(2)]
+    try:
+        check_weight_sync(policy, started, weight_sync)
+    finally:
+        for s in started:
+            s.stop()
+
+
+def check_weight_sync(policy: CausalLMPolicy, servers: list[Server], weight_sync: str) -> None:
     ps = prompts(policy, 5)
-    engine = OpenAIEngine(policy, [s.url for s in servers])
+    engine = OpenAIEngine(policy, [s.url for s in servers], weight_sync=weight_sync)
     local = HFEngine(policy)
     opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=0.5, fused=True)
     outputs = []
@@ -107,12 +121,50 @@ def test_tokens_logprobs_and_weights_come_from_the_trainers_policy(servers):
         opt.zero_grad()
         lp.sum().backward()
         opt.step()
+        if step == 0:  # the SFT -> RL hand-over: the adapter is folded in, a fresh one trains on top
+            policy.merge_lora()
+            local = HFEngine(policy)
+            opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=0.5, fused=True)
     assert len({str(o) for o in outputs}) > 1  # the updates changed the output the servers follow
-    # a request for weights a server does not hold is refused, never answered from others
-    body = json.dumps({"prompt": ps[0], "model": "policy-v0", "max_tokens": 2}).encode()
-    req = urllib.request.Request(servers[0].url + "/completions", data=body, headers={"Content-Type": "application/json"})
-    with pytest.raises(urllib.error.HTTPError, match="404"):
-        urllib.request.urlopen(req, timeout=30)
+    assert len(policy.merged_adapters) == 1  # so the last pushes carried a stack of two adapters
+    body = {"prompt": ps[0], "max_tokens": 2, "return_token_ids": True}
+    if weight_sync == "sglang_disk":  # every answer names the weights version it came from
+        answer = json.loads(post(servers[0].url + "/completions", body))
+        assert answer["metadata"]["weight_version"] == "policy-v3"
+        assert json.loads(urllib.request.urlopen(servers[0].url[:-3] + "/model_info", timeout=30).read()
+                          )["weight_version"] == "policy-v3"
+    else:  # a request for weights a server does not hold is refused, never answered from others
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            post(servers[0].url + "/completions", {**body, "model": "policy-v2"})
+
+
+def post(url: str, body: dict) -> bytes:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read()
+
+
+def test_vllm_lora_sync_needs_a_lora_policy():
+    policy = CausalLMPolicy.tiny(seed=1)
+    with pytest.raises(ConfigError, match="fully fine-tuned"):
+        OpenAIEngine(policy, ["http://127.0.0.1:1/v1"], weight_sync="vllm_lora")
+    with pytest.raises(ConfigError, match="kgreason, vllm_lora, sglang_disk, none"):
+        OpenAIEngine(policy, ["http://127.0.0.1:1/v1"], weight_sync="nccl")
+
+
+def test_the_servers_adapter_merge_equals_peft_on_a_stack_of_two(tmp_path):
+    policy = lora_policy()
+    policy.merge_lora()  # the first adapter folded in; a second one on top
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    base = CausalLMPolicy.tiny(seed=1).model.state_dict()
+    merged = merge_adapter(base, str(save_adapter(policy, tmp_path / "a", base="tiny")))
+    want = merged_copy(policy.model).state_dict()
+    assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["r"] == 8  # two rank-4 adapters
+    assert max((merged[k] - want[k]).abs().max().item() for k in want) < 1e-5
+    assert any((merged[k] - base[k]).abs().max() > 1e-3 for k in want)  # the adapters did change weights
 
 
 def test_a_server_killed_mid_rollout_hands_its_rows_to_another(servers, demo_oxigraph):
