@@ -23,6 +23,13 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# TRL, the other side of rl_update.py: for `make bench` and the slow benchmark test
+BENCH  := $(VENV)/.bench
+$(BENCH): $(STAMP)
+	$(PIP) install -q -c constraints.txt -e '.[bench]'
+	$(PIP) check
+	touch $(BENCH)
+
 # Virtuoso backs the SparqlEndpointKB conformance tests; where apt-get is missing or we
 # are not root, those tests skip with a reason instead.
 system-deps:
@@ -38,7 +45,7 @@ test: $(STAMP) system-deps
 	$(PY) -m ruff check kgreason tests experiments
 	$(PY) -m pytest -m "not slow" -q
 
-test-all: $(STAMP) system-deps
+test-all: $(STAMP) $(BENCH) system-deps
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -54,7 +61,7 @@ demo: $(STAMP)
 	$(PY) experiments/run.py method=kg_r1 preset=demo
 
 # Each script prints its figures measured side by side in one run (see docs/benchmarks.md).
-bench: $(STAMP) system-deps
+bench: $(STAMP) $(BENCH) system-deps
 	$(PY) experiments/benchmarks/limits.py
 	$(PY) experiments/benchmarks/kb_latency.py
 	$(PY) experiments/benchmarks/oracle_kg_r1.py
