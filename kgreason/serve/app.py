@@ -46,7 +46,8 @@ def merge_adapter(base: dict[str, Any], folder: str) -> dict[str, Any]:
     ``alpha / sqrt(r)`` where the adapter says so); ``base`` is not modified.
 
     Raises:
-        ValueError: the adapter names a layer ``base`` does not have, or shapes differ.
+        ValueError: the adapter names a layer ``base`` does not have, shapes differ, or it is
+            a DoRA adapter.
     """
     import json
     import math
@@ -54,6 +55,8 @@ def merge_adapter(base: dict[str, Any], folder: str) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     cfg = json.loads((Path(folder) / "adapter_config.json").read_text())
+    if cfg.get("use_dora"):
+        raise ValueError("a DoRA adapter: its magnitude vectors are not merged here")
     r, alpha = cfg["r"], cfg["lora_alpha"]
     scale = alpha / math.sqrt(r) if cfg.get("use_rslora") else alpha / r
     lora = load_file(str(Path(folder) / "adapter_model.safetensors"))

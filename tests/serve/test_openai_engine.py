@@ -138,6 +138,33 @@ def check_weight_sync(policy: CausalLMPolicy, servers: list[Server], weight_sync
             post(servers[0].url + "/completions", {**body, "model": "policy-v2"})
 
 
+def test_data_parallel_processes_push_their_own_adapters_to_one_vllm_style_server(monkeypatch):
+    """Under DDP every process pushes after the same step: with vLLM's LoRA calls one shared
+    adapter name would be loaded twice (refused) and unloaded under the other process."""
+    import kgreason.rollout.openai as openai_engine
+
+    policy = lora_policy()
+    server = Server(seed=1)
+    try:
+        ps = prompts(policy, 2)
+        engines = [OpenAIEngine(policy, [server.url], weight_sync="vllm_lora") for _ in range(2)]
+        opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=0.5)
+        for _ in range(2):
+            want = [g.token_ids for g in HFEngine(policy).generate(ps, max_new_tokens=6, greedy=True)]
+            for rank, engine in enumerate(engines):
+                monkeypatch.setattr(openai_engine, "_process_rank", lambda r=rank: r)
+                assert [g.token_ids for g in engine.generate(ps, max_new_tokens=6, greedy=True)] == want
+            ids = torch.tensor([ps[0] + want[0]])
+            lp, _ = policy.token_logprobs(ids, torch.ones_like(ids), from_pos=len(ps[0]))
+            opt.zero_grad()
+            lp.sum().backward()
+            opt.step()
+        assert [e.version for e in engines] == ["policy-v2", "policy-v2-rank1"]
+        assert not any(e.failed for e in engines)
+    finally:
+        server.stop()
+
+
 def post(url: str, body: dict) -> bytes:
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
