@@ -105,7 +105,8 @@ def create_app(policy, engine=None, name: str = "policy", weight_version: str = 
     state: dict[str, Any] = {"name": name, "loads": 0, "weight_version": weight_version, "active": name}
     adapters: dict[str, str] = {}  # lora_name -> adapter folder
     target = policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
-    served = {k: v.detach().clone() for k, v in target.state_dict().items()}  # what adapters apply to
+    # what adapters apply to: copied when the first adapter comes (until then the model holds it)
+    served: dict[str, Any] = {}
     lock = threading.Lock()  # one generation at a time: the engine keeps a KV cache
     app = fastapi.FastAPI(title="kgreason completions")
 
@@ -159,15 +160,29 @@ def create_app(policy, engine=None, name: str = "policy", weight_version: str = 
         return weights
 
     def activate(model: str) -> str | None:
-        """Hold ``model``'s weights (under ``lock``): the served ones or an adapter's merged in."""
+        """Hold ``model``'s weights (under ``lock``): the served ones or an adapter's merged in.
+
+        Raises:
+            ValueError: the adapter does not fit the served model (:func:`merge_adapter`).
+        """
         if model == state["active"]:
             return None
-        weights = dict(served)
-        if model != state["name"]:
-            weights = merge_adapter(served, adapters[model])
+        if not served:  # the model holds the served weights now: keep them before merging
+            served.update({k: v.detach().clone() for k, v in target.state_dict().items()})
+        weights = dict(served) if model == state["name"] else merge_adapter(served, adapters[model])
         why = load(weights)
         if why is None:
             state["active"] = model
+        return why
+
+    def replace(weights: dict[str, Any], name: str) -> str | None:
+        """Serve ``weights`` in place of the served ones (under ``lock``); why not, or None."""
+        why = load(weights)
+        if why is None:
+            if served:
+                served.update({k: v.clone() for k, v in weights.items()})
+            adapters.clear()  # they were over the old weights
+            state.update(name=name, active=name, loads=state["loads"] + 1)
         return why
 
     @app.get("/health")
@@ -222,12 +237,9 @@ def create_app(policy, engine=None, name: str = "policy", weight_version: str = 
         if weights is None:
             return error(400, f"no safetensors weights in {req.path!r}", "BadRequestError")
         with lock:
-            why = load(weights)
+            why = replace(weights, req.name)
             if why is not None:
                 return error(400, why, "BadRequestError")
-            served.update({k: v.clone() for k, v in weights.items()})
-            adapters.clear()  # they were over the old weights
-            state.update(name=req.name, active=req.name, loads=state["loads"] + 1)
         return {"name": req.name, "loads": state["loads"]}
 
     @app.post("/v1/load_lora_adapter")
@@ -238,11 +250,14 @@ def create_app(policy, engine=None, name: str = "policy", weight_version: str = 
         with lock:
             if req.lora_name in adapters or req.lora_name == state["name"]:
                 return error(400, f"the LoRA adapter {req.lora_name!r} has already been loaded", "BadRequestError")
-            try:
-                merge_adapter(served, str(folder))  # refuse an adapter that does not fit now, not at first use
-            except (ValueError, KeyError, RuntimeError) as e:
-                return error(400, f"the adapter in {req.lora_path!r} does not fit: {e}", "BadRequestError")
             adapters[req.lora_name] = str(folder)
+            try:  # merged now, so an adapter that does not fit is refused here, not at first use
+                why = activate(req.lora_name)
+            except (ValueError, KeyError, RuntimeError) as e:
+                why = str(e)
+            if why is not None:
+                del adapters[req.lora_name]
+                return error(400, f"the adapter in {req.lora_path!r} does not fit: {why}", "BadRequestError")
         return PlainTextResponse(f"Success: LoRA adapter '{req.lora_name}' added successfully.")
 
     @app.post("/v1/unload_lora_adapter")
@@ -262,16 +277,12 @@ def create_app(policy, engine=None, name: str = "policy", weight_version: str = 
             return JSONResponse(status_code=400, content={"success": False, "num_paused_requests": 0,
                                                           "message": f"no safetensors weights in {req.model_path!r}"})
         with lock:
-            why = load(weights)
+            why = replace(weights, state["name"])
             if why is not None:
                 return JSONResponse(status_code=400, content={"success": False, "message": why,
                                                               "num_paused_requests": 0})
-            served.update({k: v.clone() for k, v in weights.items()})
-            adapters.clear()
-            state["active"] = state["name"]
             if req.weight_version is not None:
                 state["weight_version"] = req.weight_version
-            state["loads"] += 1
         return {"success": True, "message": "Succeeded to update model weights.", "num_paused_requests": 0}
 
     @app.get("/model_info")
