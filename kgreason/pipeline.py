@@ -235,6 +235,26 @@ def sft_wanted(cfg: DictConfig) -> bool:
     return cfg.sft.steps > 0 or bool(cfg.sft.get("epochs"))
 
 
+def reuse_cache(cfg: DictConfig, results: dict[str, Any]):
+    """The run's :class:`~kgreason.training.cold_start_cache.ColdStartCache`, or None when
+    ``cold_start_cache`` is unset."""
+    if not cfg.get("cold_start_cache"):
+        return None
+    from kgreason.training.cold_start_cache import ColdStartCache, cold_start_key
+
+    return ColdStartCache(cfg.cold_start_cache, *cold_start_key(cfg, results["precision"].get("sft")))
+
+
+def reused_losses(p: Parts, out: Path) -> None:
+    """Each training question's SFT loss from a cold start this run did not redo (resumed
+    or reused; ``curriculum=hard_cases`` reads them), as its own would have annotated them."""
+    from kgreason.training import annotate_sft_losses
+
+    path = out / "sft_losses.json"
+    if path.is_file():
+        annotate_sft_losses(p.train, json.loads(path.read_text(encoding="utf-8")))
+
+
 def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
     """Look the questions' topic entities and answers up in the KB (a sample of 500),
     name what it lacks in the log and ``results.json`` (``data_check``), and keep, drop or
@@ -407,10 +427,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for tag in ("untrained", "sft"):
             if (out / f"eval_{tag}.jsonl").is_file():
                 reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
-        if (out / "sft_losses.json").is_file():
-            from kgreason.training import annotate_sft_losses
-
-            annotate_sft_losses(p.train, json.loads((out / "sft_losses.json").read_text(encoding="utf-8")))
+        reused_losses(p, out)
         resume_cold_start(p, out, results)
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
@@ -427,16 +444,34 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         with cost.stage(f"eval/{tag}"):
             reports[tag] = run_eval(p, cfg, out, tag)
 
+    cache = None
     if not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg):
+        cache = reuse_cache(cfg, results)
+    sft_eval = lead and cfg.stage == "all" and cfg.eval.after_sft
+    if cache is not None and cache.hit():
+        with cost.stage("cold_start"):  # another run's, with this run's key
+            restored = cache.restore(out, with_eval=bool(sft_eval))
+            resume_cold_start(p, out, results)
+            reused_losses(p, out)
+        results["cold_start_reused"] = {"cache": str(cache.entry), **cache.made_by()}
+        log.info("cold start reused from %s (made by %s)", cache.entry, cache.made_by().get("run"))
+        if restored:
+            reports["sft"] = EvalReport.from_rows(read_rows(out / "eval_sft.jsonl"))
+        elif sft_eval and results.get("sft_trajectories"):
+            with cost.stage("eval/sft"):
+                reports["sft"] = run_eval(p, cfg, out, "sft")
+    elif not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg):
         with cost.stage("cold_start"):  # building the episodes and SFT on them
             results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type
             results["cold_start_report"] = p.cold_start.report
         if getattr(p.cold_start, "skipped", None):  # questions no teacher episode was accepted for
             results["cold_start_skipped"] = p.cold_start.skipped
-        if lead and results["sft_trajectories"] and cfg.stage == "all" and cfg.eval.after_sft:
+        if sft_eval and results["sft_trajectories"]:
             with cost.stage("eval/sft"):
                 reports["sft"] = run_eval(p, cfg, out, "sft")
+        if cache is not None and lead:
+            cache.store(out, row=cfg.get("row"))
 
     if cfg.stage in ("all", "rl") and cfg.rl.iterations > 0:
         with cost.stage("rl"):

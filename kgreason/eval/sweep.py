@@ -45,6 +45,9 @@ def sweep_rows(sweep_dir: str | Path) -> list[dict[str, Any]]:
             row["gain F1"] = row["trained F1"] - row["untrained F1"]
         if "cost" in res:  # what an ablation's arm cost, beside what it scored
             row["training CPU-min"] = res["cost"]["training"]["cpu_min"]
+        if "cold_start_reused" in res:  # its cost then leaves out the cold start it took
+            made_by = res["cold_start_reused"].get("run")
+            row["cold start"] = f"from job {Path(made_by).name}" if made_by else "reused"
         rows.append(row | {"status": "done"})
     return rows
 
@@ -74,7 +77,7 @@ def sweep_markdown(rows: list[dict[str, Any]], title: str = "Sweep") -> str:
     keys: list[str] = (["row"] if any("row" in r for r in rows) else []) + ["job"]
     for tag in TAGS:
         keys += [k for k in (f"{tag} F1", f"{tag} Hit@1") if any(k in r for r in rows)]
-    keys += [k for k in ("gain F1", "training CPU-min", "n", "status") if any(k in r for r in rows)]
+    keys += [k for k in ("gain F1", "training CPU-min", "cold start", "n", "status") if any(k in r for r in rows)]
     keys += sorted({k for r in rows for k in r} - set(keys))
 
     def cell(v: Any) -> str:

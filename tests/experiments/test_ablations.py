@@ -4,6 +4,7 @@ into one table."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from kgreason.config import CONFIG_DIR, compose_config, validate_config
+from kgreason.training.cold_start_cache import AFTER_COLD_START
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = sorted(p.stem for p in (CONFIG_DIR / "ablation").glob("*.yaml"))
@@ -96,6 +98,14 @@ def run_table(table: str, sweep_dir: Path, *overrides: str) -> None:
     lines = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| row ")]
     assert {line.split(" | ")[0][2:] for line in lines} == labels, md
     assert all(line.rstrip().endswith("| done |") for line in lines), md
+    # rows that change only what the RL stage reads take the first row's cold start
+    jobs = json.loads((sweep_dir / "results.json").read_text(encoding="utf-8"))
+    configs = {r["row"]: OmegaConf.to_container(OmegaConf.load(sweep_dir / r["job"] / "config.yaml")) for r in jobs}
+    first = configs[compose_config([f"method={method}", f"ablation_row={rows_of(table)[0]}"]).row]
+    for r in jobs:
+        changed = {k for k in first.keys() | configs[r["row"]].keys() if first.get(k) != configs[r["row"]].get(k)}
+        reused = r.get("cold start", "").startswith("from job")
+        assert reused == (changed <= set(AFTER_COLD_START) and "row" in changed), (r["row"], changed)
 
 
 @pytest.mark.parametrize("table", TABLES)
