@@ -245,16 +245,6 @@ def reuse_cache(cfg: DictConfig, results: dict[str, Any]):
     return ColdStartCache(cfg.cold_start_cache, *cold_start_key(cfg, results["precision"].get("sft")))
 
 
-def reused_losses(p: Parts, out: Path) -> None:
-    """Each training question's SFT loss from a cold start this run did not redo (resumed
-    or reused; ``curriculum=hard_cases`` reads them), as its own would have annotated them."""
-    from kgreason.training import annotate_sft_losses
-
-    path = out / "sft_losses.json"
-    if path.is_file():
-        annotate_sft_losses(p.train, json.loads(path.read_text(encoding="utf-8")))
-
-
 def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
     """Look the questions' topic entities and answers up in the KB (a sample of 500),
     name what it lacks in the log and ``results.json`` (``data_check``), and keep, drop or
@@ -270,17 +260,25 @@ def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
     p.dev = [q for q in p.dev if q.id in kept]
 
 
-def resume_cold_start(p: Parts, out: Path, results: dict[str, Any]) -> None:
-    """Give a resumed run the killed run's cold start: its SFT weights, which RL's reference
-    and the saved policy build on (``reinforce`` merges them as an uninterrupted run does),
-    and what ``results.json`` said of it."""
+def resume_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Path | None = None) -> None:
+    """Give a run a cold start it does not redo (a killed run's, resumed, or another run's,
+    reused): the SFT weights in ``where`` (``policy_sft.pt``), which RL's reference and the
+    saved policy build on (``reinforce`` merges them as an uninterrupted run does), each
+    question's SFT loss (``losses``, by default ``where/sft_losses.json``;
+    ``curriculum=hard_cases`` reads them) and what ``results.json`` said of it
+    (``cold_start.json``)."""
     import torch
 
-    sft = out / "checkpoints" / "policy_sft.pt"
+    from kgreason.training import annotate_sft_losses
+
+    sft = where / "policy_sft.pt"
     if sft.is_file():
         p.policy.load_checkpoint_state(torch.load(sft, map_location="cpu"))
-        log.info("resuming on the cold start's weights (%s)", sft)
-    record = out / "checkpoints" / "cold_start.json"
+        log.info("on the cold start's weights (%s)", sft)
+    losses = losses or where / "sft_losses.json"
+    if losses.is_file():
+        annotate_sft_losses(p.train, json.loads(losses.read_text(encoding="utf-8")))
+    record = where / "cold_start.json"
     if record.is_file():
         kept = json.loads(record.read_text(encoding="utf-8"))
         results["sft_trajectories"] = kept.get("sft_trajectories")
@@ -427,8 +425,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for tag in ("untrained", "sft"):
             if (out / f"eval_{tag}.jsonl").is_file():
                 reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
-        reused_losses(p, out)
-        resume_cold_start(p, out, results)
+        resume_cold_start(p, out / "checkpoints", results, losses=out / "sft_losses.json")
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get
@@ -450,9 +447,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     sft_eval = lead and cfg.stage == "all" and cfg.eval.after_sft
     if cache is not None and cache.hit():
         with cost.stage("cold_start"):  # another run's, with this run's key
-            restored = cache.restore(out, with_eval=bool(sft_eval))
-            resume_cold_start(p, out, results)
-            reused_losses(p, out)
+            # every data-parallel process loads the entry; the lead copies it into the run
+            restored = lead and cache.restore(out, with_eval=bool(sft_eval))
+            resume_cold_start(p, cache.entry, results)
         results["cold_start_reused"] = {"cache": str(cache.entry), **cache.made_by()}
         log.info("cold start reused from %s (made by %s)", cache.entry, cache.made_by().get("run"))
         if restored:
