@@ -288,6 +288,7 @@ def resume_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Pa
 
 def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     """The RL stage; ``start`` > 0 resumes ``cfg.resume`` after that many iterations."""
+    import lightning as L
     from torch.utils.data import DataLoader
 
     from kgreason.training import JsonlSink, RLLitModule
@@ -295,6 +296,10 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     from kgreason.training.progress import IterationProgressBar
     from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
 
+    # RL's random numbers (its new adapters' initial weights, the sampled rollouts) follow
+    # from the seed alone, not from what ran before it: a run that reused or reloaded its
+    # cold start (cold_start_cache, stage=rl) samples what one that trained it samples
+    L.seed_everything(cfg.seed, verbose=False)
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
     module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"),
                          hparams=run_hparams(cfg))

@@ -92,9 +92,19 @@ def run(out: Path, *overrides: str) -> dict:
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
+def strip(o):
+    """``o`` without its wall-clock figures."""
+    if isinstance(o, dict):
+        return {k: strip(v) for k, v in o.items() if not any(t in k for t in TIMING) and not k.endswith("_s")}
+    return [strip(v) for v in o] if isinstance(o, list) else o
+
+
 def rows(path: Path) -> list[dict]:
-    return [{k: v for k, v in json.loads(x).items() if not any(t in k for t in TIMING)}
-            for x in path.read_text(encoding="utf-8").splitlines()]
+    return [strip(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def trajectories(run: Path) -> list[dict]:
+    return rows(run / "trajectories.jsonl")
 
 
 def test_a_run_that_reuses_a_cold_start_equals_one_that_builds_its_own(tmp_path):
@@ -111,6 +121,10 @@ def test_a_run_that_reuses_a_cold_start_equals_one_that_builds_its_own(tmp_path)
     for f in ("checkpoints/policy_sft.pt", "sft_losses.json"):
         assert (tmp_path / "b" / f).read_bytes() == (tmp_path / "c" / f).read_bytes(), f
     assert b["sft_trajectories"] == c["sft_trajectories"] > 0
+    # the RL stage sampled the same episodes: its random numbers do not depend on how the
+    # run came by its cold start
+    sampled_b, sampled_c = ([t for t in trajectories(tmp_path / r) if t["stage"] == "train"] for r in "bc")
+    assert sampled_b and sampled_b == sampled_c
     for tag in ("sft", "trained"):
         assert rows(tmp_path / "b" / f"eval_{tag}.jsonl") == rows(tmp_path / "c" / f"eval_{tag}.jsonl"), tag
         assert b["eval"][tag]["overall"]["f1"] == c["eval"][tag]["overall"]["f1"], tag
