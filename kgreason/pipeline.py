@@ -297,8 +297,8 @@ def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     from kgreason.training.resume import IterationCheckpoint, ResumingCSVLogger, drop_jsonl_rows
 
     # RL's random numbers (its new adapters' initial weights, the sampled rollouts) follow
-    # from the seed alone, not from what ran before it: a run that reused or reloaded its
-    # cold start (cold_start_cache, stage=rl) samples what one that trained it samples
+    # from the seed alone, not from what ran before it: a run that reused its cold start
+    # (cold_start_cache) samples what one that trained it samples
     L.seed_everything(cfg.seed, verbose=False)
     p.policy.merge_lora()  # RL's reference (adapters off) is what RL starts from: SFT's or the checkpoint's weights
     module = RLLitModule(p.policy, p.source, p.make_env, p.objective, sink=JsonlSink(out / "trajectories.jsonl"),
