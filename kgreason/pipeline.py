@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from kgreason.compose import Parts
     from kgreason.eval import EvalReport
+    from kgreason.training.cold_start_cache import ColdStartCache
     from kgreason.types import KBQASample
 
 log = logging.getLogger("kgreason.run")
@@ -235,7 +236,7 @@ def sft_wanted(cfg: DictConfig) -> bool:
     return cfg.sft.steps > 0 or bool(cfg.sft.get("epochs"))
 
 
-def reuse_cache(cfg: DictConfig, results: dict[str, Any]):
+def reuse_cache(cfg: DictConfig, results: dict[str, Any]) -> ColdStartCache | None:
     """The run's :class:`~kgreason.training.cold_start_cache.ColdStartCache`, or None when
     ``cold_start_cache`` is unset."""
     if not cfg.get("cold_start_cache"):
