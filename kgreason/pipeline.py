@@ -261,7 +261,7 @@ def check_questions(p: Parts, cfg: DictConfig, results: dict[str, Any]) -> None:
     p.dev = [q for q in p.dev if q.id in kept]
 
 
-def resume_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Path | None = None) -> None:
+def load_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Path | None = None) -> None:
     """Give a run a cold start it does not redo (a killed run's, resumed, or another run's,
     reused): the SFT weights in ``where`` (``policy_sft.pt``), which RL's reference and the
     saved policy build on (``reinforce`` merges them as an uninterrupted run does), each
@@ -431,7 +431,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for tag in ("untrained", "sft"):
             if (out / f"eval_{tag}.jsonl").is_file():
                 reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
-        resume_cold_start(p, out / "checkpoints", results, losses=out / "sft_losses.json")
+        load_cold_start(p, out / "checkpoints", results, losses=out / "sft_losses.json")
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get
@@ -447,23 +447,22 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         with cost.stage(f"eval/{tag}"):
             reports[tag] = run_eval(p, cfg, out, tag)
 
-    cache = None
-    if not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg):
-        cache = reuse_cache(cfg, results)
+    builds = not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg)
+    cache = reuse_cache(cfg, results) if builds else None
     sft_eval = lead and cfg.stage == "all" and cfg.eval.after_sft
     if cache is not None and cache.hit():
         with cost.stage("cold_start"):  # another run's, with this run's key
             # every data-parallel process loads the entry; the lead copies it into the run
             restored = lead and cache.restore(out, with_eval=bool(sft_eval))
-            resume_cold_start(p, cache.entry, results)
+            load_cold_start(p, cache.entry, results)
         results["cold_start_reused"] = {"cache": str(cache.entry), **cache.made_by()}
-        log.info("cold start reused from %s (made by %s)", cache.entry, cache.made_by().get("run"))
+        log.info("cold start reused from %s (made by %s)", cache.entry, results["cold_start_reused"].get("run"))
         if restored:
             reports["sft"] = EvalReport.from_rows(read_rows(out / "eval_sft.jsonl"))
         elif sft_eval and results.get("sft_trajectories"):
             with cost.stage("eval/sft"):
                 reports["sft"] = run_eval(p, cfg, out, "sft")
-    elif not cfg.resume and cfg.stage in ("all", "sft") and sft_wanted(cfg):
+    elif builds:
         with cost.stage("cold_start"):  # building the episodes and SFT on them
             results["sft_trajectories"] = cold_start(p, cfg, out)
         if getattr(p.cold_start, "report", None):  # e.g. acceptance per teacher and question type

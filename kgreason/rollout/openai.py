@@ -53,13 +53,6 @@ TOKEN_PREFIX = "token_id:"
 WEIGHT_SYNCS = ("kgreason", "vllm_lora", "sglang_disk", "none")
 
 
-def _process_rank() -> int:
-    """This process's rank under data parallelism (0 alone)."""
-    import torch.distributed as dist
-
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
 class OpenAIEngine(Engine):
     """:class:`~kgreason.rollout.Engine` on one or more OpenAI-compatible completion servers.
 
@@ -204,7 +197,9 @@ class OpenAIEngine(Engine):
         if version == self._synced:
             return
         name = f"policy-v{self.syncs + 1}"
-        rank = _process_rank()
+        from kgreason.training.distributed import rank_and_world
+
+        rank = rank_and_world()[0]
         if self.weight_sync == "vllm_lora" and rank > 0:
             # each data-parallel process loads and unloads its own adapter (the same weights):
             # one shared name would be loaded twice (refused) and unloaded under the others

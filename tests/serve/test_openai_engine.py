@@ -141,7 +141,7 @@ def check_weight_sync(policy: CausalLMPolicy, servers: list[Server], weight_sync
 def test_data_parallel_processes_push_their_own_adapters_to_one_vllm_style_server(monkeypatch):
     """Under DDP every process pushes after the same step: with vLLM's LoRA calls one shared
     adapter name would be loaded twice (refused) and unloaded under the other process."""
-    import kgreason.rollout.openai as openai_engine
+    import kgreason.training.distributed as distributed
 
     policy = lora_policy()
     server = Server(seed=1)
@@ -152,7 +152,7 @@ def test_data_parallel_processes_push_their_own_adapters_to_one_vllm_style_serve
         for _ in range(2):
             want = [g.token_ids for g in HFEngine(policy).generate(ps, max_new_tokens=6, greedy=True)]
             for rank, engine in enumerate(engines):
-                monkeypatch.setattr(openai_engine, "_process_rank", lambda r=rank: r)
+                monkeypatch.setattr(distributed, "rank_and_world", lambda r=rank: (r, len(engines)))
                 assert [g.token_ids for g in engine.generate(ps, max_new_tokens=6, greedy=True)] == want
             ids = torch.tensor([ps[0] + want[0]])
             lp, _ = policy.token_logprobs(ids, torch.ones_like(ids), from_pos=len(ps[0]))

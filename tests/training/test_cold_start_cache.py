@@ -12,9 +12,9 @@ import torch
 
 from kgreason.config import compose_config
 from kgreason.training.cold_start_cache import ColdStartCache, cold_start_key
+from tests.experiments.test_resume import strip, trajectories
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMING = ("time", "latency", "per_s")
 
 
 def key_of(*overrides: str, precision: str | None = "float32") -> str:
@@ -92,19 +92,8 @@ def run(out: Path, *overrides: str) -> dict:
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
-def strip(o):
-    """``o`` without its wall-clock figures."""
-    if isinstance(o, dict):
-        return {k: strip(v) for k, v in o.items() if not any(t in k for t in TIMING) and not k.endswith("_s")}
-    return [strip(v) for v in o] if isinstance(o, list) else o
-
-
 def rows(path: Path) -> list[dict]:
     return [strip(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines()]
-
-
-def trajectories(run: Path) -> list[dict]:
-    return rows(run / "trajectories.jsonl")
 
 
 def test_a_run_that_reuses_a_cold_start_equals_one_that_builds_its_own(tmp_path):
