@@ -211,7 +211,7 @@ def cold_start(p: Parts, cfg: DictConfig, out: Path) -> int:
         (out / "checkpoints" / "cold_start.json").write_text(json.dumps(
             {"sft_trajectories": len(trajs), "cold_start_report": getattr(p.cold_start, "report", None)},
             default=str))
-        # each question's SFT loss, for samplers that pick hard cases (curriculum=hard_cases)
+        # each question's SFT loss, for curricula that sample by it
         (out / "sft_losses.json").write_text(json.dumps(module.question_losses, indent=0, sort_keys=True))
     annotate_sft_losses(p.train, module.question_losses)
     return len(trajs)
@@ -266,7 +266,7 @@ def load_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Path
     reused): the SFT weights in ``where`` (``policy_sft.pt``), which RL's reference and the
     saved policy build on (``reinforce`` merges them as an uninterrupted run does), each
     question's SFT loss (``losses``, by default ``where/sft_losses.json``;
-    ``curriculum=hard_cases`` reads them) and what ``results.json`` said of it
+    curricula that sample by it read them) and what ``results.json`` said of it
     (``cold_start.json``)."""
     import torch
 
