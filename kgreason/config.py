@@ -49,14 +49,19 @@ JOB_DIR_BYTES = 200
 def job_dir_of(overrides: str) -> str:
     """A sweep job's folder name: its overrides (Hydra's ``override_dirname``), cut with a
     hash of the whole where they would pass :data:`JOB_DIR_BYTES`, so that a sweep with
-    many overrides still gets one folder a job, each still telling what it ran.
+    many overrides still gets one folder a job, each still telling what it ran. A path in
+    an override (``cold_start_cache=/runs/cache``) has its ``/`` written ``%2F``, so that
+    every job stays one folder directly under the sweep's, where its table looks.
 
     >>> job_dir_of("reward=f1,seed=0")
     'reward=f1,seed=0'
+    >>> job_dir_of("cold_start_cache=/runs/cache,reward=f1")
+    'cold_start_cache=%2Fruns%2Fcache,reward=f1'
     >>> long = job_dir_of("data.train_limit=8," * 20)
     >>> len(long.encode()), long[-9:] != job_dir_of("data.eval_limit=8," * 20)[-9:]
     (200, True)
     """
+    overrides = overrides.replace("%", "%25").replace("/", "%2F")
     raw = overrides.encode()
     if len(raw) <= JOB_DIR_BYTES:
         return overrides

@@ -119,3 +119,13 @@ def test_the_table_runs_at_smoke_size_into_one_results_table(table, tmp_path):
 @pytest.mark.parametrize("table", TABLES)
 def test_the_table_runs_the_whole_smoke_preset(table, tmp_path):
     run_table(table, tmp_path)
+
+
+def test_a_cache_named_on_the_command_line_keeps_one_folder_a_job(tmp_path):
+    """``cold_start_cache=/a/path`` is part of each job's folder name: its ``/`` must not
+    nest the job a level down, where the sweep's table would not find it."""
+    run_table("isp_dtpo_rq2", tmp_path / "sweep", "sft.steps=1", "rl.iterations=1",
+              f"cold_start_cache={tmp_path / 'cache'}")
+    jobs = [p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(jobs) == len(rows_of("isp_dtpo_rq2")) and all((j / "results.json").is_file() for j in jobs)
+    assert len(list((tmp_path / "cache").iterdir())) == 1

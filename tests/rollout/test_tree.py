@@ -80,6 +80,19 @@ def test_pruning_never_drops_a_distinct_success_or_any_failure(tok, demo_oxigrap
         assert len(ok) == len(distinct) and len({n.result_key for n in ok}) == len(ok)
 
 
+def test_the_error_filter_drops_repeated_failures_and_only_those(tok, demo_oxigraph, pacino):
+    """``dedup_failures`` (RQ2's "w error filter"): a failed output repeated word for word is
+    kept once; distinct failures and successes are as without it."""
+    branch = [EMPTY, EMPTY, BROKEN, BROKEN, PROSE, NODE, NODE, BIRTH]
+    (tree,), stats = grow(tok, demo_oxigraph, pacino, [branch, [ANSWER]], k=8, depth=2, dedup_failures=True)
+    kids = [tree.nodes[c] for c in tree.nodes[0].children]
+    assert sorted(n.text for n in kids if n.failed) == sorted([EMPTY, BROKEN, PROSE])
+    assert [n.kind for n in kids if not n.failed] == ["node", "sparql"]
+    assert stats.by_depth[1]["pruned"] == 3
+    (kept,), _ = grow(tok, demo_oxigraph, pacino, [branch, [ANSWER]], k=8, depth=2)
+    assert sum(n.failed for n in (kept.nodes[c] for c in kept.nodes[0].children)) == 5
+
+
 def test_without_pruning_every_branch_is_kept(tok, demo_oxigraph, pacino):
     (tree,), stats = grow(tok, demo_oxigraph, pacino, [[NODE, NODE, BIRTH, BIRTH_AGAIN], [ANSWER]], k=4,
                           depth=2, prune=False)
