@@ -90,7 +90,13 @@ def test_sigkill_mid_rl_then_resume_equals_an_uninterrupted_run(tmp_path):
 
     a, b = trajectories(whole), trajectories(killed)
     assert [(r["stage"], r["step"], r["sample_id"]) for r in a] == [(r["stage"], r["step"], r["sample_id"]) for r in b]
-    assert a == b  # same questions, same samples, same rewards, in the same order
+    # same questions, same samples, same rewards, in the same order; the sampler's log-probs
+    # to float32 rounding: CPU kernels do not promise bit-equal sums in two processes (an
+    # untrained evaluation, before any kill, has differed by 2e-6 between the two runs)
+    la, lb = ([r.pop("sampler_logprobs", None) for r in x] for x in (a, b))
+    assert a == b
+    assert all((p is None) == (q is None) for p, q in zip(la, lb, strict=True))
+    assert [p for p in la if p] == [pytest.approx(q, abs=1e-4) for q in lb if q]
     assert metrics(whole) == metrics(killed)
     assert [float(r["train/iteration"]) for r in metrics(killed) if r["train/iteration"]] == [0, 1, 2, 3]
     # the whole checkpoint: the cold start's adapters (merged before RL) and RL's, alike
