@@ -42,6 +42,20 @@ def run_dir_of(ckpt: str | Path | None, default: str) -> str:
 
 OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
 
+
+def policy_run_of(ckpt: str | Path | None) -> Path | None:
+    """The run folder a policy checkpoint was saved in (``<run>/checkpoints/policy.pt``), or
+    ``None`` for a file outside a run folder.
+
+    >>> policy_run_of("/nowhere/policy.pt") is None
+    True
+    """
+    if not ckpt:
+        return None
+    p = Path(ckpt).resolve()
+    run = p.parent.parent
+    return run if p.parent.name == "checkpoints" and (run / "config.yaml").is_file() else None
+
 #: the longest sweep-job folder name kept whole (file systems allow 255 bytes)
 JOB_DIR_BYTES = 200
 

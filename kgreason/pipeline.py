@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 # only the config checks load before the command line is known to be good; torch,
 # Lightning, transformers and the KBs load after (a typo is answered in about a second)
-from kgreason.config import CONFIG_DIR, check_overrides, validate_config
+from kgreason.config import CONFIG_DIR, check_overrides, policy_run_of, validate_config
 from kgreason.errors import ConfigError, KGReasonError
 
 if TYPE_CHECKING:
@@ -436,7 +436,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get
     with cost.stage("ranker_training"):
-        figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True))
+        figures = p.ranker_training(p.train, p.make_env, out, OmegaConf.to_container(cfg.trainer, resolve=True),
+                                   from_run=policy_run_of(cfg.checkpoint))
     if figures:
         results["ranker"] = figures
     else:  # a method without a trainable ranker: nothing ran

@@ -10,6 +10,7 @@ ranker-training stage (``ranker_training=gat``).
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,8 @@ from kgreason.rankers.graph import Neighbourhood
 from kgreason.training.distributed import rank_and_world
 from kgreason.training.resume import atomic_save
 from kgreason.types import KBQASample
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -193,15 +196,18 @@ def fit_ranker(ranker: GATEntityRanker, train: Sequence[RankerExample], epochs: 
 
 
 def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, trainer_kw: dict[str, Any],
-                        epochs: int = 10, batch_size: int = 16, lr: float = 1e-3, held_out: float = 0.2,
-                        centres_per_hop: int = 2, context: int = 8, max_neighbours: int = 200, seed: int = 0,
-                        ks: Sequence[int] = (1, 3, 10)) -> dict[str, Any]:
+                        from_run: Path | None = None, epochs: int = 10, batch_size: int = 16, lr: float = 1e-3,
+                        held_out: float = 0.2, centres_per_hop: int = 2, context: int = 8,
+                        max_neighbours: int = 200, seed: int = 0, ks: Sequence[int] = (1, 3, 10)) -> dict[str, Any]:
     """The ranker-training stage: fit the env factory's :class:`GATEntityRanker` on gold paths.
 
     The training questions are split by question (``held_out`` of them are kept out of
     training and report recall@k / MRR); the trained weights go to ``out/ranker.pt`` and
-    the figures to ``out/ranker.json``. When ``out/ranker.pt`` exists (a resumed run, or
-    ``stage=eval`` in the run's folder) it is loaded instead.
+    the figures to ``out/ranker.json``. A ranker already trained is loaded instead: the one
+    of ``from_run`` (the run a ``checkpoint=`` policy comes from: the policy was trained
+    with it, and a cross-KG evaluation must not fit one on the KG it is scored on), copied
+    into ``out``; else ``out/ranker.pt`` (a resumed run, or ``stage=eval`` in the run's
+    folder).
 
     Raises:
         ConfigError: the factory holds no trainable ranker.
@@ -213,11 +219,12 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
     if not 0.0 <= held_out < 1.0:
         raise ConfigError(f"held_out={held_out}: choose a fraction in [0, 1)")
     out = Path(out)
-    if (out / "ranker.pt").is_file():  # a resumed or re-evaluated run keeps its ranker
-        ranker.load_state_dict(torch.load(out / "ranker.pt"))
-        ranker.eval()
-        saved = out / "ranker.json"
-        return {**(json.loads(saved.read_text()) if saved.is_file() else {}), "loaded": str(out / "ranker.pt")}
+    for run in (Path(from_run) if from_run else None, out):
+        if run is not None and (run / "ranker.pt").is_file():
+            return _load_ranker(ranker, run, out)
+    if from_run:
+        log.warning("the checkpoint's run %s holds no ranker.pt: training a ranker on this run's training "
+                    "questions (the policy was not trained with it)", from_run)
     qs = list(train)
     random.Random(seed).shuffle(qs)
     cut = int(len(qs) * held_out)
@@ -234,3 +241,17 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
         atomic_save(ranker.state_dict(), out / "ranker.pt")
         (out / "ranker.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def _load_ranker(ranker: GATEntityRanker, run: Path, out: Path) -> dict[str, Any]:
+    """Load ``run``'s trained ranker into ``ranker``, copied into ``out`` when ``run`` is another
+    folder (so that ``out`` can be evaluated again alone); its figures, plus ``loaded``."""
+    ranker.load_state_dict(torch.load(run / "ranker.pt"))
+    ranker.eval()
+    saved = run / "ranker.json"
+    figures = json.loads(saved.read_text()) if saved.is_file() else {}
+    if run.resolve() != out.resolve() and rank_and_world()[0] == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_save(ranker.state_dict(), out / "ranker.pt")
+        (out / "ranker.json").write_text(json.dumps(figures, indent=2))
+    return {**figures, "loaded": str(run / "ranker.pt")}

@@ -245,11 +245,15 @@ def test_kg_reasoner_smoke_run_trains_its_ranker_first(tmp_path):
     assert 0 < len(losses) <= res["sft_trajectories"] and all(v > 0 for v in losses.values())
     assert set(losses) <= {s.id for s in load_dataset("demo", split="train")}
     assert "hard-case resampling:" in p.stderr + p.stdout and "HardCasesStream" in cfg
-    # evaluating in the run's folder reloads the trained ranker instead of training another
+    # evaluating the checkpoint, in any folder, reloads the ranker its policy trained with
+    # instead of training another (which, on another KG, would fit one to the KG scored on)
+    elsewhere = tmp_path / "eval"
     again = run("method=kg_reasoner", "preset=smoke", "stage=eval", f"checkpoint={out / 'checkpoints' / 'policy.pt'}",
-                f"hydra.run.dir={out}")
+                f"hydra.run.dir={elsewhere}")
     assert again.returncode == 0, again.stderr[-2000:]
-    assert json.loads((out / "results.json").read_text())["ranker"]["loaded"].endswith("ranker.pt")
+    assert json.loads((elsewhere / "results.json").read_text())["ranker"]["loaded"] == str(out / "ranker.pt")
+    a, b = torch.load(out / "ranker.pt"), torch.load(elsewhere / "ranker.pt")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_the_kg_reasoner_ablations_compose():

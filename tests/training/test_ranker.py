@@ -84,3 +84,24 @@ def test_the_stage_trains_the_factorys_ranker_and_reports(demo_oxigraph, text, t
         train_entity_ranker(qs, SimpleNamespace(kb=demo_oxigraph, ranker=text), tmp_path, {})
     with pytest.raises(ConfigError, match="held_out=1.5"):
         train_entity_ranker(qs, make, tmp_path, {}, held_out=1.5)
+
+
+def test_a_checkpoints_run_lends_its_ranker_to_a_run_elsewhere(demo_oxigraph, text, tmp_path, caplog):
+    qs = [s for s in load_dataset("demo", split="train") if s.relation_path][:20]
+    trained = GATEntityRanker(encoder=text, hidden=8, heads=2)
+    train_entity_ranker(qs, SimpleNamespace(kb=demo_oxigraph, ranker=trained), tmp_path / "run", {}, epochs=1)
+    # an evaluation in another folder (another KG's, say) takes the run's ranker and fits none
+    fresh = GATEntityRanker(encoder=text, hidden=8, heads=2)
+    figures = train_entity_ranker([], SimpleNamespace(kb=demo_oxigraph, ranker=fresh), tmp_path / "eval", {},
+                                  from_run=tmp_path / "run")
+    assert figures["loaded"] == str(tmp_path / "run" / "ranker.pt")
+    assert all(torch.equal(v, fresh.state_dict()[k]) for k, v in trained.state_dict().items())
+    copied = torch.load(tmp_path / "eval" / "ranker.pt")  # the new folder can be evaluated again alone
+    assert all(torch.equal(v, copied[k]) for k, v in trained.state_dict().items())
+    # a run folder without one: a ranker is trained, and the log says the policy never saw it
+    (tmp_path / "dense_run").mkdir()
+    other = GATEntityRanker(encoder=text, hidden=8, heads=2)
+    figures = train_entity_ranker(qs, SimpleNamespace(kb=demo_oxigraph, ranker=other), tmp_path / "eval2", {},
+                                  from_run=tmp_path / "dense_run", epochs=1)
+    assert "loaded" not in figures and figures["examples"] > 0
+    assert "holds no ranker.pt" in caplog.text
