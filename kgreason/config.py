@@ -56,6 +56,7 @@ def policy_run_of(ckpt: str | Path | None) -> Path | None:
     run = p.parent.parent
     return run if p.parent.name == "checkpoints" and (run / "config.yaml").is_file() else None
 
+
 #: the longest sweep-job folder name kept whole (file systems allow 255 bytes)
 JOB_DIR_BYTES = 200
 
