@@ -23,6 +23,19 @@ CONFIG_DIR = Path(__file__).resolve().parent / "conf"
 STAGES = ("all", "eval", "sft", "rl")
 
 
+def _run_holding(ckpt: str | Path | None, *folders: str) -> Path | None:
+    """The run folder (one with ``config.yaml``) that holds ``ckpt`` inside ``folders``
+    (outermost first), or ``None``."""
+    if not ckpt:
+        return None
+    run = Path(ckpt).resolve().parent
+    for name in reversed(folders):
+        if run.name != name:
+            return None
+        run = run.parent
+    return run if (run / "config.yaml").is_file() else None
+
+
 def run_dir_of(ckpt: str | Path | None, default: str) -> str:
     """The run folder a checkpoint belongs to (``<run>/checkpoints/rl/x.ckpt``), else ``default``.
 
@@ -32,12 +45,8 @@ def run_dir_of(ckpt: str | Path | None, default: str) -> str:
     >>> run_dir_of(None, "outputs/new")
     'outputs/new'
     """
-    if ckpt:
-        p = Path(ckpt).resolve()
-        run = p.parent.parent.parent
-        if p.parent.name == "rl" and p.parent.parent.name == "checkpoints" and (run / "config.yaml").is_file():
-            return str(run)
-    return default
+    run = _run_holding(ckpt, "checkpoints", "rl")
+    return str(run) if run else default
 
 
 OmegaConf.register_new_resolver("kgreason.run_dir", run_dir_of, replace=True)
@@ -50,11 +59,7 @@ def policy_run_of(ckpt: str | Path | None) -> Path | None:
     >>> policy_run_of("/nowhere/policy.pt") is None
     True
     """
-    if not ckpt:
-        return None
-    p = Path(ckpt).resolve()
-    run = p.parent.parent
-    return run if p.parent.name == "checkpoints" and (run / "config.yaml").is_file() else None
+    return _run_holding(ckpt, "checkpoints")
 
 
 #: the longest sweep-job folder name kept whole (file systems allow 255 bytes)
