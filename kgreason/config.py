@@ -127,8 +127,9 @@ def validate_config(cfg: DictConfig) -> None:
     Raises:
         ConfigError: an unknown ``stage``, a ``checkpoint``/``resume`` path that is not
             a file, a ``data.stratify`` that is not a question field, or an ``sft.bf16``
-            or ``objective.bf16`` that is not true, false or auto; the message names the
-            bad value and the valid choices.
+            or ``objective.bf16`` that is not true, false or auto, or a CUDA
+            ``trainer.accelerator`` where torch sees no CUDA device; the message names
+            the bad value and the valid choices.
 
     >>> validate_config(compose_config(["method=kg_r1", "preset=smoke", "stage=evl"]))
     Traceback (most recent call last):
@@ -170,6 +171,10 @@ def validate_config(cfg: DictConfig) -> None:
                 resolve_bf16(cfg[group].bf16)
             except ValueError as e:
                 raise ConfigError(f"{group}.{e}") from None
+    if cfg.get("trainer") is not None:  # a GPU asked for where torch sees none: said before anything loads
+        from kgreason.training.devices import run_device
+
+        run_device(cfg.trainer)
     from kgreason.validation import check_values  # ranges, types, paths, installed extras
 
     check_values(cfg)

@@ -91,20 +91,24 @@ def quiet() -> None:
 
 
 def whole_again(p: Parts, cfg: DictConfig) -> None:
-    """After a stage under ``trainer=fsdp`` or ``trainer=deepspeed``: the trained weights
-    gathered from every process's shard into a whole policy model, which the next stage
-    shards again and the evaluation (first process only) runs as it is. Every process must
-    call it; a policy that is not sharded is left as it is. Under DeepSpeed the model is
-    rebuilt at any stage: the engine's gradient hooks stay on the one it trained."""
+    """After a training stage: under ``trainer=fsdp`` or ``trainer=deepspeed`` the trained
+    weights gathered from every process's shard into a whole policy model, which the next
+    stage shards again and the evaluation (first process only) runs as it is; then the
+    policy back on the run's device. Every process must call it; a policy that is not
+    sharded is only moved. Under DeepSpeed the model is rebuilt at any stage: the engine's
+    gradient hooks stay on the one it trained."""
     from kgreason.compose import build_policy
+    from kgreason.training.devices import place_policy, run_device
     from kgreason.training.sharding import is_sharded
 
-    if not is_sharded(p.policy.model) and cfg.trainer.get("strategy") != "deepspeed":
-        return
-    state = p.policy.checkpoint_state()  # a collective: every process gathers the shards
-    whole = build_policy(cfg, None)
-    whole.load_checkpoint_state(state)
-    p.policy.adopt(whole)
+    if is_sharded(p.policy.model) or cfg.trainer.get("strategy") == "deepspeed":
+        state = p.policy.checkpoint_state()  # a collective: every process gathers the shards
+        whole = build_policy(cfg, None)
+        whole.load_checkpoint_state(state)
+        p.policy.adopt(whole)
+    # Lightning's fit ends with the module on the CPU; the evaluations and cold-start
+    # episodes between the stages decode where the run trains
+    place_policy(p.policy, run_device(cfg.trainer))
 
 
 def run_hparams(cfg: DictConfig) -> dict[str, Any]:
@@ -400,6 +404,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from kgreason.eval import EvalReport
     from kgreason.eval.files import read_rows
     from kgreason.training.cost import StageCost
+    from kgreason.training.devices import place_policy, run_device
     from kgreason.training.resume import rl_progress
 
     L.seed_everything(cfg.seed, verbose=False)
@@ -413,6 +418,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with cost.stage("start"):
         p = build_parts(cfg)
         check_questions(p, cfg, results)
+        device = run_device(cfg.trainer)
+        place_policy(p.policy, device)  # every stage decodes there, not only those Lightning fits
+    results["device"] = str(device)
     from kgreason.models.precision import stage_precisions
 
     # decided from the host's declared capabilities, so known before any stage runs

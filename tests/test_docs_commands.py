@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import torch
 
 from kgreason.pipeline import _precheck
 
@@ -76,7 +77,7 @@ def test_the_docs_show_runner_commands():
 
 
 @pytest.mark.parametrize(("page", "command"), DOC_COMMANDS)
-def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path):
+def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path, monkeypatch):
     ckpt = tmp_path / "policy.pt"
     ckpt.write_bytes(b"")
     argv = argv_of(command, ckpt)
@@ -86,6 +87,9 @@ def test_every_docs_command_passes_the_runners_checks(page, command, tmp_path):
         pytest.skip("resume reads the checkpoint's run: a real run is needed (tests/training/test_resume.py)")
     if "engine=vllm" in argv and importlib.util.find_spec("vllm") is None:
         pytest.skip("engine=vllm needs the gpu extra, not installed here")
+    if {"trainer=gpu", "trainer.accelerator=gpu"} & set(argv) and not torch.cuda.is_available():
+        # checked as on a GPU machine; the refusal without one is tests/training/test_devices.py's
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     try:
         _precheck(argv)
     except SystemExit as e:

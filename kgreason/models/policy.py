@@ -66,6 +66,8 @@ class CausalLMPolicy:
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             share_prefix = 0
         self.share_prefix = share_prefix
+        #: the ``bf16`` setting as given: ``"auto"`` is decided again by :meth:`to`
+        self.bf16_setting = bf16
         self.bf16 = resolve_bf16(bf16, next(model.parameters()).device)
         if isinstance(lora, Mapping):  # from a config file
             lora = LoraSettings(**{k: tuple(v) if k == "target_modules" else v for k, v in lora.items()})
@@ -83,8 +85,7 @@ class CausalLMPolicy:
         """Load a pretrained policy. With LoRA and bf16 the frozen base weights are stored
         in bf16 (≈1.5× faster generation on an AMX CPU) while peft keeps the trainable
         adapters in fp32; full fine-tuning keeps fp32 master weights."""
-        bf16 = resolve_bf16(bf16)
-        dtype = torch.bfloat16 if (bf16 and lora is not None) else torch.float32
+        dtype = torch.bfloat16 if (resolve_bf16(bf16) and lora is not None) else torch.float32
         return cls(load_causal_lm(name, dtype=dtype), load_tokenizer(name), lora=lora, bf16=bf16,
                    activation_checkpointing=activation_checkpointing)
 
@@ -169,6 +170,22 @@ class CausalLMPolicy:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    def to(self, device: torch.device | str) -> CausalLMPolicy:
+        """Move the model, and a fully fine-tuned policy's reference copy, to ``device``.
+
+        ``bf16: auto`` is decided again for ``device`` (a CUDA device with bf16 runs it
+        whatever the host CPU multiplies natively); weights already stored in bf16 keep
+        bf16 autocast on, since float32 activations cannot meet them.
+        """
+        device = torch.device(device)
+        self.model.to(device)
+        if self._ref is not None:
+            self._ref.to(device)
+        if str(self.bf16_setting).lower() == "auto":
+            self.bf16 = resolve_bf16("auto", device) or any(
+                p.dtype == torch.bfloat16 for p in self.model.parameters())
+        return self
 
     def parameters(self) -> Iterator[torch.nn.Parameter]:
         return (p for p in self.model.parameters() if p.requires_grad)

@@ -142,13 +142,13 @@ class GATEntityRanker(TrainableRanker):
         """
         if self.aggregate:
             m = batch.msg.shape[0]
-            edges = torch.stack([torch.arange(m), batch.msg_dst])
+            edges = torch.stack([torch.arange(m, device=batch.msg_dst.device), batch.msg_dst])
             h = self.conv((batch.msg, batch.x), edges, size=(m, batch.num_nodes))
         else:
             h = self.conv(batch.x)
         h = torch.relu(h)
         graph = batch.batch if getattr(batch, "batch", None) is not None else torch.zeros(
-            batch.num_nodes, dtype=torch.long)
+            batch.num_nodes, dtype=torch.long, device=batch.x.device)
         keep = batch.candidate_mask
         return self.mlp(torch.cat([h[keep], batch.question[graph][keep]], dim=1))
 

@@ -75,12 +75,12 @@ def group_normalize(values: Tensor, index: Tensor, norm_by_std: bool = True, eps
     v = values.double()
     groups, inv = torch.unique(index, return_inverse=True)
     g = len(groups)
-    count = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, torch.ones_like(v))
-    mean = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, v) / count
+    count = v.new_zeros(g).index_add_(0, inv, torch.ones_like(v))
+    mean = v.new_zeros(g).index_add_(0, inv, v) / count
     centred = v - mean[inv]
     if norm_by_std:
         denom = (count - 1).clamp(min=1) if unbiased else count
-        var = torch.zeros(g, dtype=v.dtype).index_add_(0, inv, centred**2) / denom
+        var = v.new_zeros(g).index_add_(0, inv, centred**2) / denom
         centred = centred / (var.sqrt()[inv] + eps)
     if singleton_raw:
         centred = torch.where(count[inv] == 1, v, centred)
@@ -151,7 +151,7 @@ def token_advantages(per_turn: list[Tensor], turn_index: Tensor, loss_mask: Tens
     >>> token_advantages([torch.tensor([1.0, -2.0])], torch.tensor([[-1, 0, 0, 1]]), torch.tensor([[0, 1, 0, 1]]))
     tensor([[ 0.,  1.,  0., -2.]])
     """
-    out = torch.zeros(turn_index.shape, dtype=torch.float32)
+    out = torch.zeros(turn_index.shape, dtype=torch.float32, device=turn_index.device)
     for i, adv in enumerate(per_turn):
         idx = turn_index[i].clamp(min=0, max=max(len(adv) - 1, 0))
         vals = adv.float()[idx] if len(adv) else torch.zeros_like(idx, dtype=torch.float32)

@@ -246,7 +246,7 @@ def train_entity_ranker(train: Sequence[KBQASample], make_env: Any, out: Path, t
 def _load_ranker(ranker: GATEntityRanker, run: Path, out: Path) -> dict[str, Any]:
     """Load ``run``'s trained ranker into ``ranker``, copied into ``out`` when ``run`` is another
     folder (so that ``out`` can be evaluated again alone); its figures, plus ``loaded``."""
-    ranker.load_state_dict(torch.load(run / "ranker.pt"))
+    ranker.load_state_dict(torch.load(run / "ranker.pt", map_location="cpu"))  # the env ranks on the CPU
     ranker.eval()
     saved = run / "ranker.json"
     figures = json.loads(saved.read_text()) if saved.is_file() else {}

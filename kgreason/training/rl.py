@@ -461,7 +461,7 @@ class RLLitModule(L.LightningModule):
         process calls it (one with no rows adds zeros), so that each whitens its share with
         the combined batch's mean and spread, as one process would."""
         moments = (masked_moments(data.advantages, data.loss_mask) if data is not None
-                   else torch.zeros(3, dtype=torch.float64))
+                   else torch.zeros(3, dtype=torch.float64, device=self.policy.device))
         if self._world[1] > 1:
             moments = self.trainer.strategy.reduce(moments, reduce_op="sum")
         if data is not None:
@@ -632,4 +632,5 @@ class RLLitModule(L.LightningModule):
         return out
 
     def _reduce(self, value: float, op: str) -> float:
-        return float(self.trainer.strategy.reduce(torch.tensor(float(value)), reduce_op=op))
+        # on the module's device: NCCL reduces CUDA tensors only
+        return float(self.trainer.strategy.reduce(torch.tensor(float(value), device=self.device), reduce_op=op))

@@ -23,16 +23,17 @@ def kg_r1_turn(batch: AdvantageBatch, lam: float = 1.0, mode: str = "paper", tur
     if batch.turn_rewards is None or batch.global_rewards is None:
         raise ValueError("kg_r1_turn needs turn_rewards and global_rewards")
     lengths = [len(t) for t in batch.turn_rewards]
-    turn_index = torch.repeat_interleave(batch.index, torch.tensor(lengths))
+    repeats = torch.tensor(lengths, device=batch.index.device)
+    turn_index = torch.repeat_interleave(batch.index, repeats)
     flat_turn = torch.cat([t.float() for t in batch.turn_rewards])
     if mode == "paper":
-        g_flat = flat_turn + lam * torch.repeat_interleave(batch.global_rewards.float(), torch.tensor(lengths))
+        g_flat = flat_turn + lam * torch.repeat_interleave(batch.global_rewards.float(), repeats)
         flat = group_normalize(g_flat, turn_index, True, eps)
     elif mode == "code":
         turn_adv = group_normalize(flat_turn, turn_index, True, eps, unbiased=True, singleton_raw=True)
         glob_adv = group_normalize(batch.global_rewards.float(), batch.index, True, eps, unbiased=True,
                                    singleton_raw=True)
-        flat = turn_weight * turn_adv + torch.repeat_interleave(glob_adv, torch.tensor(lengths))
+        flat = turn_weight * turn_adv + torch.repeat_interleave(glob_adv, repeats)
     else:
         raise ValueError("mode must be 'paper' or 'code'")
     return list(torch.split(flat, lengths))
