@@ -11,14 +11,16 @@ after every step, so a run cut short keeps what it measured:
 2. ``gpu_tests``: ``pytest -m gpu`` over the ``tests/**/*gpu*.py`` files (log: ``gpu_tests.log``).
 3. ``smoke``: ``experiments/run.py method=kg_r1 preset=smoke trainer=gpu model=smollm2``,
    every stage with the real SmolLM2 (log: ``smoke.log``).
-4. ``throughput``: on the GPU and on the machine's CPU, the lock-step multi-turn rollouts'
-   tokens/s of ``engine=hf`` (KG-R1 on the demo KG, sampled at T = 1) at several batch
-   sizes, the RL update's tokens/s (old and reference log-probs, then a clipped step per
-   mini-batch) and the time of one RL iteration of the demo preset.
+4. ``throughput`` on the GPU: the lock-step multi-turn rollouts' tokens/s of ``engine=hf``
+   (KG-R1 on the demo KG, sampled at T = 1) at batch 8, 64 and 256, the RL update's
+   tokens/s (old and reference log-probs, then a clipped step per mini-batch) and the
+   time of an RL iteration, of the demo preset and of the shape step 5 trains with.
 5. ``rl_share``: KG-R1 on the demo KG, its cold start, then as many RL iterations of 16
-   questions × 8 rollouts as the minutes left allow (sized by a measured iteration);
-   Hit@1 and F1 on all 341 dev questions after the cold start and after RL
-   (log: ``rl_share.log``).
+   questions × 8 rollouts as the minutes left allow (sized by step 4's iteration, two
+   minutes kept for step 6); Hit@1 and F1 on all 341 dev questions after the cold start
+   and after RL (log: ``rl_share.log``).
+6. the same throughput figures on the machine's CPU (batch 8 and 64), beside the GPU's,
+   if time is left: RL's share comes first.
 
 ``--dry-run`` runs the same code on the CPU with the tiny random model, two batch sizes
 and a couple of iterations: what ``tests/experiments/test_gpu_check.py`` runs.
@@ -44,6 +46,8 @@ if str(ROOT) not in sys.path:
 SHARE_SHAPE = ("curriculum.batch_size=16", "rollout.n_rollouts=8")
 #: what the minutes left must still hold after RL: the start, the cold start, two evaluations
 SHARE_RESERVE_S = {"gpu": 150.0, "cpu": 30.0}
+#: kept back from RL's share for the CPU's side of the throughput table
+CPU_SIDE_S = 120.0
 
 
 def commit() -> str:
@@ -352,7 +356,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "outputs/gpu-check")))
     ap.add_argument("--dry-run", action="store_true", help="the CPU, the tiny model, a few steps")
-    ap.add_argument("--minutes", type=float, default=8.0, help="the device time the script plans for")
+    ap.add_argument("--minutes", type=float, default=8.5, help="the device time the script plans for")
     args = ap.parse_args()
     import torch
 
@@ -363,16 +367,23 @@ def main() -> int:
     check.step("env", environment, "cuda" if gpu else "cpu")
     check.step("gpu_tests", gpu_tests, check.out, 240.0)
     check.step("smoke", smoke, check.out, gpu, 180.0)
+    # the GPU's figures first, then RL's share, then the CPU's beside them in what time is left
     if gpu:
         demo, share = ["method=kg_r1", "preset=demo"], ["method=kg_r1", "preset=demo", *SHARE_SHAPE]
-        check.step("throughput", throughput, ["cuda", "cpu"], "smollm2", {"cuda": [8, 64, 256], "cpu": [8, 64]}, 64,
-                   (32, 512, 8), {"cuda": [demo, share], "cpu": [demo]})
+        check.step("throughput", throughput, ["cuda"], "smollm2", {"cuda": [8, 64, 256]}, 64, (32, 512, 8),
+                   {"cuda": [demo, share]})
         planned = check.figures["throughput"].get("cuda", {}).get("iteration_s", {}).get(" ".join(share), 20.0)
+        check.step("rl_share", rl_share, check.out, gpu, planned, check.left_s() - CPU_SIDE_S)
+        cpu_side = (["cpu"], "smollm2", {"cpu": [8, 64]}, 64, (32, 512, 8), {"cpu": [demo]})
     else:
         smoke_cfg = ["method=kg_r1", "preset=smoke"]
-        check.step("throughput", throughput, ["cpu"], "tiny", {"cpu": [2, 4]}, 8, (4, 64, 2), {"cpu": [smoke_cfg]})
-        planned = check.figures["throughput"].get("cpu", {}).get("iteration_s", {}).get(" ".join(smoke_cfg), 5.0)
-    check.step("rl_share", rl_share, check.out, gpu, planned, check.left_s())
+        check.step("rl_share", rl_share, check.out, gpu, 5.0, check.left_s())
+        cpu_side = (["cpu"], "tiny", {"cpu": [2, 4]}, 8, (4, 64, 2), {"cpu": [smoke_cfg]})
+    if check.left_s() > 0 or not gpu:
+        check.step("throughput_cpu", throughput, *cpu_side)
+        check.figures.setdefault("throughput", {}).update(
+            {k: v for k, v in check.figures.pop("throughput_cpu").items() if k != "wall_s"})
+        check.write()
     print(summary(check.figures))
     failed = [k for k, v in check.figures.items() if isinstance(v, dict) and (v.get("error") or v.get("exit"))]
     return 1 if failed or check.figures["gpu_tests"].get("failed") else 0
