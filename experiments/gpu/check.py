@@ -8,7 +8,8 @@ Each step is timed, and ``figures.json`` and ``summary.md`` in ``--out`` are rew
 after every step, so a run cut short keeps what it measured:
 
 1. ``env``: torch, the device, its bf16 support.
-2. ``gpu_tests``: ``pytest -m gpu`` over the ``tests/**/*gpu*.py`` files (log: ``gpu_tests.log``).
+2. ``gpu_tests``: ``pytest -m gpu`` over the ``tests/**/test_*gpu*.py`` files that mark
+   tests ``gpu`` (log: ``gpu_tests.log``).
 3. ``smoke``: ``experiments/run.py method=kg_r1 preset=smoke trainer=gpu model=smollm2``,
    every stage with the real SmolLM2 (log: ``smoke.log``).
 4. ``throughput`` on the GPU: the lock-step multi-turn rollouts' tokens/s of ``engine=hf``
@@ -122,7 +123,8 @@ def run_logged(cmd: list[str], log: Path, timeout_s: float) -> tuple[int, float]
 
 
 def gpu_tests(out: Path, timeout_s: float) -> dict[str, Any]:
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*gpu*.py"))
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*gpu*.py")
+                   if "pytest.mark.gpu" in p.read_text(encoding="utf-8"))
     log = out / "gpu_tests.log"
     rc, wall = run_logged([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rfEs", "-p", "no:cacheprovider",
                            *files], log, timeout_s)
@@ -381,8 +383,9 @@ def main() -> int:
         cpu_side = (["cpu"], "tiny", {"cpu": [2, 4]}, 8, (4, 64, 2), {"cpu": [smoke_cfg]})
     if check.left_s() > 0 or not gpu:
         check.step("throughput_cpu", throughput, *cpu_side)
-        check.figures.setdefault("throughput", {}).update(
-            {k: v for k, v in check.figures.pop("throughput_cpu").items() if k != "wall_s"})
+        cpu = check.figures.pop("throughput_cpu")
+        cpu["cpu_wall_s"] = cpu.pop("wall_s")
+        check.figures.setdefault("throughput", {}).update(cpu)
         check.write()
     print(summary(check.figures))
     failed = [k for k, v in check.figures.items() if isinstance(v, dict) and (v.get("error") or v.get("exit"))]
