@@ -56,14 +56,9 @@ def commit() -> str:
     manifest = ROOT / ".gpu" / "manifest.json"
     if manifest.is_file():
         return json.loads(manifest.read_text()).get("commit", "unknown")
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return out + ("+changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    from pack import git_commit  # the packer's own reading, beside this script
+
+    return git_commit()
 
 
 class Check:

@@ -56,6 +56,19 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def git_commit() -> str:
+    """The checkout's commit, ``+changes`` when tracked files differ from it; ``unknown``
+    without git (the device, where ``.git`` does not travel)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def tree_bytes() -> int:
     """What travels with every call: tracked files and untracked ones git does not ignore."""
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
@@ -119,10 +132,7 @@ def prepare(chunk_mib: float | None) -> dict:
         raise SystemExit(f"the working tree ({tree / MIB:.1f} MiB) leaves no room for a chunk in a "
                          f"{CALL_LIMIT_MIB} MiB call")
     chunks = write_chunks(data, size, GPU)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
-    manifest = {"commit": head + ("+changes" if dirty else ""), "chunks": chunks, "bytes": len(data),
+    manifest = {"commit": git_commit(), "chunks": chunks, "bytes": len(data),
                 "sha256": sha256(data), "wheels": names,
                 "minilm_float16_bytes": minilm, "tree_bytes": tree}
     MANIFEST.write_text(json.dumps(manifest, indent=2))
