@@ -23,6 +23,7 @@ passes and updates in bf16, rollouts in float32).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import tempfile
@@ -35,37 +36,43 @@ LR = 1e-5
 BETA = 0.01
 
 
-def batch(seqs: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Token ids, loss mask, per-sequence advantages and the first policy position."""
+def batch(seqs: int, length: int, vocab: int,
+          device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """Token ids, loss mask, advantages and the first policy position, on ``device``.
+
+    Shapes: ids and mask ``[seqs, length]``; advantages ``[seqs, length]`` (one value a
+    sequence, repeated over its tokens).
+    """
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (seqs, length), generator=g)
     start = length // 3
     mask = torch.zeros(seqs, length)
     mask[:, start:] = 1  # the policy's share of a multi-turn sequence
-    adv = torch.randn(seqs, generator=g)
-    return ids, mask, adv, start
+    adv = torch.randn(seqs, generator=g)[:, None].expand(-1, length)
+    return ids.to(device), mask.to(device), adv.to(device), start
 
 
-def run_kgreason(args: argparse.Namespace) -> float:
-    from kgreason.models import CausalLMPolicy
+def kgreason_update(policy, ids: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor, start: int, mini: int,
+                    opt: torch.optim.Optimizer, amp=None) -> None:
+    """kgreason's side of the comparison: old and reference log-probs (adapters disabled),
+    then one clipped-surrogate step with k3 KL per mini-batch, clipped gradients.
+
+    ``amp`` is the autocast context of the training passes (``policy.autocast(...)``);
+    ``experiments/gpu/check.py`` times the same update on a GPU.
+    """
     from kgreason.rl import policy_loss
 
-    # the precision sides keep float32 weights; the TRL comparison keeps the host's choice
-    policy = CausalLMPolicy.from_pretrained(bf16=False if args.side.startswith("kgreason-") else "auto")
-    amp = policy.autocast(args.side == "kgreason-bf16-autocast")
-    ids, mask, adv, start = batch(args.seqs, args.len, len(policy.tokenizer))
+    amp = amp if amp is not None else contextlib.nullcontext()
     attn = torch.ones_like(ids)
-    adv = adv[:, None].expand(-1, args.len)
     params = [p for p in policy.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=LR)
-    t0 = time.perf_counter()
+    seqs = ids.shape[0]
     with torch.no_grad(), amp:
-        old = torch.cat([policy.token_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)[0]
-                         for i in range(0, args.seqs, args.mini)])
-        ref = torch.cat([policy.reference_logprobs(ids[i:i + args.mini], attn[i:i + args.mini], from_pos=start)
-                         for i in range(0, args.seqs, args.mini)])
-    for i in range(0, args.seqs, args.mini):
-        sl = slice(i, i + args.mini)
+        old = torch.cat([policy.token_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)[0]
+                         for i in range(0, seqs, mini)])
+        ref = torch.cat([policy.reference_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)
+                         for i in range(0, seqs, mini)])
+    for i in range(0, seqs, mini):
+        sl = slice(i, i + mini)
         with amp:
             lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start)
         loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=BETA, entropy=ent)
@@ -73,6 +80,18 @@ def run_kgreason(args: argparse.Namespace) -> float:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
+
+
+def run_kgreason(args: argparse.Namespace) -> float:
+    from kgreason.models import CausalLMPolicy
+
+    # the precision sides keep float32 weights; the TRL comparison keeps the host's choice
+    policy = CausalLMPolicy.from_pretrained(bf16=False if args.side.startswith("kgreason-") else "auto")
+    ids, mask, adv, start = batch(args.seqs, args.len, len(policy.tokenizer))
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=LR)
+    t0 = time.perf_counter()
+    kgreason_update(policy, ids, mask, adv, start, args.mini, opt,
+                    amp=policy.autocast(args.side == "kgreason-bf16-autocast"))
     return time.perf_counter() - t0
 
 
@@ -118,7 +137,7 @@ def run_trl(args: argparse.Namespace) -> float:
             for i in range(0, args.seqs, args.mini):
                 sl = slice(i, i + args.mini)
                 inputs = {"prompt_ids": prompt[sl], "prompt_mask": ones[sl], "completion_ids": completion[sl],
-                          "completion_mask": mask[sl, start:], "advantages": adv[sl],
+                          "completion_mask": mask[sl, start:], "advantages": adv[sl, 0],
                           "old_per_token_logps": old[sl], "ref_per_token_logps": ref[sl],
                           "num_items_in_batch": mask[sl, start:].sum()}
                 loss = trainer.compute_loss(net, inputs)

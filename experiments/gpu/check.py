@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "experiments" / "benchmarks"):  # kgreason, and rl_update's update
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 #: the RL stage's shape where a GPU sets the budget: questions an iteration × rollouts each
 SHARE_SHAPE = ("curriculum.batch_size=16", "rollout.n_rollouts=8")
@@ -151,12 +152,12 @@ def smoke(out: Path, gpu: bool, timeout_s: float) -> dict[str, Any]:
 def throughput(devices: list[str], model: str, sizes: dict[str, list[int]], tokens: int, update: tuple[int, int, int],
                iteration_overrides: dict[str, list[list[str]]]) -> dict[str, Any]:
     """Per device: rollout tokens/s at each batch size, RL update tokens/s, RL iteration seconds."""
+    import rl_update
     import torch
 
     from kgreason.data import load_dataset, load_demo_kb
     from kgreason.envs import make_env
     from kgreason.models import CausalLMPolicy, LoraSettings
-    from kgreason.rl import policy_loss
     from kgreason.rollout import HFEngine, MultiTurnRollout
 
     kb = load_demo_kb()
@@ -179,33 +180,16 @@ def throughput(devices: list[str], model: str, sizes: dict[str, list[int]], toke
             _, st = ro.run([make_env("kg_r1", kb, max_turns=3) for _ in samples], samples)
             row["rollout_tok_s"][str(size)] = round(st.generated_tokens / (time.perf_counter() - t), 1)
         rows, length, mini = update
-        g = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, len(policy.tokenizer), (rows, length), generator=g).to(device)
-        attn, start = torch.ones_like(ids), length // 3
-        mask = torch.zeros(rows, length, device=device)
-        mask[:, start:] = 1
-        adv = torch.randn(rows, generator=g).to(device)[:, None].expand(-1, length)
-        opt = torch.optim.AdamW(list(policy.parameters()), lr=1e-5)
-        for timed in (False, True):  # a first pass over one mini-batch warms the kernels up
-            n = rows if timed else mini
-            sync(device)
-            t = time.perf_counter()
-            with torch.no_grad():
-                old = torch.cat([policy.token_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)[0]
-                                 for i in range(0, n, mini)])
-                ref = torch.cat([policy.reference_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)
-                                 for i in range(0, n, mini)])
-            for i in range(0, n, mini):
-                sl = slice(i, i + mini)
-                lp, _ = policy.token_logprobs(ids[sl], attn[sl], from_pos=start)
-                loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=0.01)
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
-                opt.step()
-            sync(device)
-            if timed:
-                row["update_tok_s"] = round(rows * length / (time.perf_counter() - t), 1)
+        ids, mask, adv, start = rl_update.batch(rows, length, len(policy.tokenizer), device)
+        opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=rl_update.LR)
+        # the update experiments/benchmarks/rl_update.py times on the CPU; a first pass over
+        # one mini-batch warms the kernels up
+        rl_update.kgreason_update(policy, ids[:mini], mask[:mini], adv[:mini], start, mini, opt)
+        sync(device)
+        t = time.perf_counter()
+        rl_update.kgreason_update(policy, ids, mask, adv, start, mini, opt)
+        sync(device)
+        row["update_tok_s"] = round(rows * length / (time.perf_counter() - t), 1)
         row["update_shape"] = f"{rows} x {length} tokens, mini-batches of {mini}"
         del policy, engine, opt
         for overrides in iteration_overrides[device]:
