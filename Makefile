@@ -43,7 +43,7 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(PY) -m ruff check kgreason tests experiments
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q --durations=25
 
 test-all: $(STAMP) $(BENCH) system-deps
 	$(PY) -m pytest -q
