@@ -91,6 +91,18 @@ def test_bf16_rl_autocasts_the_training_passes_not_the_rollouts(demo_oxigraph):
     assert any(not torch.equal(p, before[n]) for n, p in pol.model.named_parameters() if p.requires_grad)
 
 
+class GradsAtStep(L.Callback):
+    """The policy's trainable weights' gradients at each optimiser step (``grads``, in order)."""
+
+    def __init__(self, policy: CausalLMPolicy):
+        self.policy = policy
+        self.grads: list[dict[str, torch.Tensor]] = []
+
+    def on_before_optimizer_step(self, trainer, module, optimizer):
+        self.grads.append({n: p.grad.detach().clone() for n, p in self.policy.model.named_parameters()
+                           if p.requires_grad and p.grad is not None})
+
+
 def _one_on_policy_iteration(mini_batch_size: int, on_policy: bool) -> tuple[list[dict[str, torch.Tensor]],
                                                                            dict[str, torch.Tensor]]:
     """One RL iteration on 4 fixed rows: the adapters' gradients at each optimiser step, and the
@@ -100,23 +112,17 @@ def _one_on_policy_iteration(mini_batch_size: int, on_policy: bool) -> tuple[lis
 
     torch.manual_seed(0)
     policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
-    grads: list[dict[str, torch.Tensor]] = []
-
-    class Grads(L.Callback):
-        def on_before_optimizer_step(self, trainer, module, optimizer):
-            grads.append({n: p.grad.detach().clone() for n, p in policy.model.named_parameters()
-                          if p.requires_grad and p.grad is not None})
-
+    recorder = GradsAtStep(policy)
     config = RLConfig(mini_batch_size=mini_batch_size, ppo_epochs=1, lr=1e-2, kl_coef=0.0, on_policy=on_policy,
                       iterations=1)
     module = RLLitModule(policy, FixedExperience(), lambda: None, config)
     trainer = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=1, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        callbacks=[Grads()])
+                        callbacks=[recorder])
     questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]  # 2 rows each
     trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
-    assert len(grads) == trainer.global_step
-    return grads, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    assert len(recorder.grads) == trainer.global_step
+    return recorder.grads, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
 
 
 def test_on_policy_is_one_optimiser_step_per_batch_whatever_the_mini_batches():
@@ -227,19 +233,12 @@ def test_micro_batches_accumulate_to_the_whole_mini_batchs_step(agg):
         policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8, dropout=0.0))
         config = RLConfig(mini_batch_size=4, micro_batch_size=micro, lr=1e-2, kl_coef=0.01, agg=agg, iterations=1)
         module = RLLitModule(policy, FixedExperience(), lambda: None, config)
-        grads: list[dict[str, torch.Tensor]] = []
-        step = module._step
-
-        def record(*args):
-            grads.append({n: p.grad.clone() for n, p in policy.model.named_parameters() if p.requires_grad})
-            return step(*args)
-
-        module._step = record
+        recorder = GradsAtStep(policy)
         trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
-                            enable_progress_bar=False, enable_model_summary=False)
+                            enable_progress_bar=False, enable_model_summary=False, callbacks=[recorder])
         questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
         trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
-        return grads
+        return recorder.grads
 
     (whole,) = train(None)
     assert any(g.abs().sum() > 0 for g in whole.values())
