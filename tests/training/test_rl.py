@@ -15,6 +15,24 @@ from kgreason.envs import make_env
 from kgreason.models import CausalLMPolicy, LoraSettings
 from kgreason.rollout import HFEngine, MultiTurnRollout
 from kgreason.training import JsonlSink, LinearExperience, RLConfig, RLLitModule, UniformStream
+from kgreason.types import KBQASample
+
+
+def _fit(module: RLLitModule, questions: list[KBQASample], *, batch_size: int = 2, start: int = 0,
+         ckpt_path: str | None = None, **trainer_kw) -> L.Trainer:
+    """``module`` trained on CPU over ``questions`` in batches of ``batch_size`` (no logger,
+    checkpoints or bars; ``trainer_kw`` adds to or overrides the Trainer's arguments)."""
+    kw = {"accelerator": "cpu", "max_epochs": 1, "logger": False, "enable_checkpointing": False,
+          "enable_progress_bar": False, "enable_model_summary": False} | trainer_kw
+    trainer = L.Trainer(**kw)
+    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=batch_size, start=start), batch_size=None),
+                ckpt_path=ckpt_path)
+    return trainer
+
+
+def _two_questions() -> list[KBQASample]:
+    """Two placeholder questions: :class:`FixedExperience` gives each two fixed rows."""
+    return [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
 
 
 @pytest.mark.parametrize("advantage,kwargs", [("grpo", {}), ("kg_r1_turn", {"mode": "paper"})])
@@ -31,9 +49,7 @@ def test_rl_steps_update_lora_and_log(tmp_path, demo_oxigraph, advantage, kwargs
                                   advantage_kwargs=kwargs, iterations=2),
                          sink=sink)
     samples = load_dataset("demo", split="train")[:6]
-    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(UniformStream(samples, batch_size=2), batch_size=None))
+    trainer = _fit(module, samples, max_steps=-1, max_epochs=None)
     changed = [n for n, p in pol.model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])]
     assert changed, "no LoRA weight moved"
     assert all(torch.equal(p, frozen[n]) for n, p in pol.model.named_parameters() if not p.requires_grad)
@@ -77,10 +93,7 @@ def test_bf16_rl_autocasts_the_training_passes_not_the_rollouts(demo_oxigraph):
     source.collect = collect_marked
     proj = pol.model.get_decoder().layers[0].mlp.down_proj
     hook = proj.register_forward_hook(lambda mod, args, out: seen.append((phase[0], out.dtype)))
-    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(module, DataLoader(UniformStream(load_dataset("demo", split="train")[:4], batch_size=2),
-                                   batch_size=None))
+    _fit(module, load_dataset("demo", split="train")[:4], max_steps=-1, max_epochs=None)
     hook.remove()
     rollout = {d for p, d in seen if p == "rollout"}
     training = [d for p, d in seen if p == "train"]
@@ -107,7 +120,6 @@ def _one_on_policy_iteration(mini_batch_size: int, on_policy: bool) -> tuple[lis
                                                                            dict[str, torch.Tensor]]:
     """One RL iteration on 4 fixed rows: the adapters' gradients at each optimiser step, and the
     adapters after."""
-    from kgreason.types import KBQASample
     from tests.training.ddp_rl_worker import FixedExperience
 
     torch.manual_seed(0)
@@ -116,11 +128,7 @@ def _one_on_policy_iteration(mini_batch_size: int, on_policy: bool) -> tuple[lis
     config = RLConfig(mini_batch_size=mini_batch_size, ppo_epochs=1, lr=1e-2, kl_coef=0.0, on_policy=on_policy,
                       iterations=1)
     module = RLLitModule(policy, FixedExperience(), lambda: None, config)
-    trainer = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=1, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        callbacks=[recorder])
-    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]  # 2 rows each
-    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+    trainer = _fit(module, _two_questions(), limit_train_batches=1, callbacks=[recorder])
     assert len(recorder.grads) == trainer.global_step
     return recorder.grads, {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
 
@@ -166,9 +174,7 @@ def test_warm_up_raises_the_rate_once_an_iteration_and_decay_spares_biases_and_n
                          RLConfig(mini_batch_size=4, lr=1e-3, kl_coef=0.0, iterations=4, warmup_ratio=0.5,
                                   decay_biases_and_norms=False))
     samples = load_dataset("demo", split="train")[:4]
-    trainer = L.Trainer(max_steps=-1, accelerator="cpu", logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, callbacks=[Rates()])
-    trainer.fit(module, DataLoader(UniformStream(samples, batch_size=1), batch_size=None))
+    _fit(module, samples, batch_size=1, max_steps=-1, max_epochs=None, callbacks=[Rates()])
     # the rate after each iteration's step: warm-up over int(0.5 × 4) = 2 iterations
     assert rates == pytest.approx([5e-4, 1e-3, 1e-3, 1e-3])
     groups = module.optimizers().param_groups
@@ -182,7 +188,6 @@ def test_ppo_with_a_critic_trains_both_and_its_advantages_are_whitened_gae():
     """KG-R1's "w PPO" row: the critic's values give GAE advantages over the policy tokens,
     and one backward of the summed losses trains the policy's adapters and the critic."""
     from kgreason.rl import gae, terminal_rewards, whiten
-    from kgreason.types import KBQASample
     from tests.training.ddp_rl_worker import FixedExperience
 
     torch.manual_seed(0)
@@ -202,11 +207,8 @@ def test_ppo_with_a_critic_trains_both_and_its_advantages_are_whitened_gae():
 
     module.make_batch = keep
     logged = []
-    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)
     module.log_dict = lambda d, **kw: logged.append(dict(d))  # noqa: ARG005 - the rows, as the loggers get them
-    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
-    trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+    _fit(module, _two_questions())
     assert module.iteration == 6
     first = seen[0]
     expected, returns = gae(terminal_rewards(first.rewards, first.loss_mask), first.old_values, first.loss_mask)
@@ -225,7 +227,6 @@ def test_micro_batches_accumulate_to_the_whole_mini_batchs_step(agg):
     """Passes of 1 or 3 rows give the gradient (and so the step) of one pass over the 4-row
     mini-batch: each pass is weighted by its share of the aggregation's units. Gradients are
     compared, not only the weights: Adam's first step is lr·sign(g), blind to a scale error."""
-    from kgreason.types import KBQASample
     from tests.training.ddp_rl_worker import FixedExperience
 
     def train(micro):
@@ -234,10 +235,7 @@ def test_micro_batches_accumulate_to_the_whole_mini_batchs_step(agg):
         config = RLConfig(mini_batch_size=4, micro_batch_size=micro, lr=1e-2, kl_coef=0.01, agg=agg, iterations=1)
         module = RLLitModule(policy, FixedExperience(), lambda: None, config)
         recorder = GradsAtStep(policy)
-        trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
-                            enable_progress_bar=False, enable_model_summary=False, callbacks=[recorder])
-        questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
-        trainer.fit(module, DataLoader(UniformStream(questions, batch_size=2), batch_size=None))
+        _fit(module, _two_questions(), callbacks=[recorder])
         return recorder.grads
 
     (whole,) = train(None)
@@ -256,10 +254,9 @@ def test_a_ppo_run_resumed_from_its_checkpoint_ends_as_an_uninterrupted_one(tmp_
     """The critic and its optimiser state are in Lightning's checkpoint: a run of two
     iterations saves one after the first, and a new module resumed from it ends with the
     same policy adapters and critic as the run itself."""
-    from kgreason.types import KBQASample
     from tests.training.ddp_rl_worker import FixedExperience
 
-    questions = [KBQASample(id=f"q{i}", question=f"question {i}") for i in range(2)]
+    questions = _two_questions()
     ckpt = tmp_path / "first.ckpt"
 
     class SaveFirst(L.Callback):
@@ -274,19 +271,13 @@ def test_a_ppo_run_resumed_from_its_checkpoint_ends_as_an_uninterrupted_one(tmp_
                            RLConfig(mini_batch_size=2, lr=1e-2, kl_coef=0.0, iterations=2, advantage="gae",
                                     critic={"lr": 1e-2}))
 
-    def fit(m, start=0, resume=None, callbacks=()):
-        trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
-                            enable_progress_bar=False, enable_model_summary=False, callbacks=list(callbacks))
-        trainer.fit(m, DataLoader(UniformStream(questions, batch_size=2, start=start), batch_size=None),
-                    ckpt_path=resume)
-
     def weights(m):
         return {k: v.detach().clone() for k, v in m.state_dict().items() if "lora_" in k or k.startswith("critic.")}
 
     whole = module()
-    fit(whole, callbacks=[SaveFirst()])
+    _fit(whole, questions, callbacks=[SaveFirst()])
     resumed = module()
-    fit(resumed, start=1, resume=str(ckpt))
+    _fit(resumed, questions, start=1, ckpt_path=str(ckpt))
     assert whole.iteration == resumed.iteration == 2
     a, b = weights(whole), weights(resumed)
     assert "critic.head.weight" in a and a.keys() == b.keys()
