@@ -53,6 +53,20 @@ def check_probabilities(owner: str, **probs: float) -> None:
             raise ConfigError(f"{owner}: {key}={p!r} is not a probability in [0, 1]")
 
 
+def hop_at(first: int, last: int, n_hops: int) -> str:
+    """Where a thought is on a planned path of ``n_hops`` (hops ``first..last``, from 0): the
+    prefix with which scripted teachers that plan their hops open each later thought.
+
+    >>> hop_at(0, 0, 2), hop_at(1, 2, 3), hop_at(0, 0, 0)
+    ('Hop 1 of 2: ', 'Hops 2-3 of 3: ', '')
+    """
+    if n_hops <= 0:
+        return ""
+    if first >= last:
+        return f"Hop {first + 1} of {n_hops}: "
+    return f"Hops {first + 1}-{last + 1} of {n_hops}: "
+
+
 def close_tags(text: str, stops: Sequence[str]) -> str:
     """Append the closing tag an API stripped: OpenAI-style endpoints cut the stop string.
 

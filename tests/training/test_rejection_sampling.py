@@ -23,13 +23,12 @@ from kgreason.methods.knowcoder_a1.teacher import (
     ScriptedKnowCoderTeacher,
     asked_for,
     compact_sparql,
-    hop_at,
     path_sparql,
 )
 from kgreason.models import CausalLMPolicy
 from kgreason.rollout import HFEngine
 from kgreason.training import RejectionSampledColdStart, grounded
-from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError
+from kgreason.training.teachers import EngineTeacher, OpenAITeacher, TeacherError, hop_at
 from kgreason.types import Entity, KBQASample, Trajectory, Turn
 from tests.conftest import FIXTURES, shared
 

@@ -7,6 +7,11 @@ best-ranked neighbour that is *not* on a gold path — sees from its triples tha
 not lead on, backtracks (``<search> X, backtrack </search>``), and takes the right step:
 the paper's "we intentionally introduce errors into correct reasoning chains and then
 revise them back to the correct form".
+
+With ``plan_hops`` (not in the paper) the first thought names the relations the question
+follows, as the triples write them, and counts them, and every later thought opens with
+the hop it is at, so that answering or searching on follows from a count in the episode's
+own text rather than from the question alone.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from kgreason.errors import ConfigError
 from kgreason.eval import f1
 from kgreason.methods.kg_reasoner.space import KGReasonerState
 from kgreason.training.cold_start import ColdStart, Skipped, episode_tokens
-from kgreason.training.teachers import check_probabilities
+from kgreason.training.teachers import check_probabilities, hop_at
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -44,11 +49,16 @@ class KGReasonerPathWriter:
         p_error: chance that a multi-hop episode takes one wrong step and corrects it
             (an error-correction pair); the step is drawn uniformly among the hops that
             have a next hop.
+        plan_hops: the first thought names the gold path's relations in order, directions
+            left out ("It follows written_by, release_year: 2 hops."), and each later thought
+            opens with the hop it decides ("Hop 2 of 2: So release_year gives the answer.");
+            a wrong step and its backtrack keep the hop they went wrong at.
     """
 
-    def __init__(self, p_error: float = 0.3):
+    def __init__(self, p_error: float = 0.3, plan_hops: bool = False):
         check_probabilities(type(self).__name__, p_error=p_error)
         self.p_error = p_error
+        self.plan_hops = plan_hops
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory | None:
         """Play ``sample`` on ``env``; ``None`` when the path cannot be written (no gold
@@ -68,7 +78,14 @@ class KGReasonerPathWriter:
         wrong_at = rng.randrange(n - 1) if n > 1 and p_error and rng.random() < p_error else -1
         question = sample.question.strip().rstrip("?")
         call = env.action_space.search_call
-        text = f"<think>The question: {question}. I start from {shown[topic.id]}. {call(shown[topic.id])}"
+        plan = ""
+        if self.plan_hops:
+            rels = [r.lstrip("~") for r in sample.relation_path or []]
+            plan = f" It follows {', '.join(rels)}: {n} hop{'s' * (n > 1)}."
+        text = f"<think>The question: {question}.{plan} I start from {shown[topic.id]}. {call(shown[topic.id])}"
+
+        def at(i: int) -> str:
+            return hop_at(i, i, n) if self.plan_hops else ""
         r = env.step(text)
         explored = env.state.of(KGReasonerState)
         for i, h in enumerate(chain):
@@ -85,16 +102,16 @@ class KGReasonerPathWriter:
                 wrong = next((nid for _, nid, _ in listed[: env.action_space.top_k]
                               if nid not in h.reached and nid in names), None)
                 if wrong is not None:
-                    r = env.step(f"Maybe {names[wrong]} leads on. {call(names[wrong])}")
+                    r = env.step(f"{at(i)}Maybe {names[wrong]} leads on. {call(names[wrong])}")
                     if r.error:
                         return None
-                    r = env.step(f"These facts do not follow {step} from {names.get(h.centre, shown.get(h.centre))}; "
+                    r = env.step(f"{at(i)}These facts do not follow {step} from {names.get(h.centre, shown.get(h.centre))}; "
                                  f"{names[wrong]} was a wrong turn. {call(names[wrong], backtrack=True)}")
                     if r.error:
                         return None
             if last:
                 break
-            r = env.step(f"From {shown.get(h.centre, names.get(h.centre, h.centre))} the relation {step} leads to "
+            r = env.step(f"{at(i)}From {shown.get(h.centre, names.get(h.centre, h.centre))} the relation {step} leads to "
                          f"{right}. {call(right)}")
             shown[h.gold[0]] = right
         # the last hop may start from several gold entities (the films of an actor, the
@@ -107,7 +124,7 @@ class KGReasonerPathWriter:
                 label = next((name for _, nid, name in prev if nid == h.centre), None)
                 if label is None or env.state.turn + 2 > env.max_turns:
                     return None
-                r = env.step(f"{label} is another one. {call(label)}")
+                r = env.step(f"{at(n - 1)}{label} is another one. {call(label)}")
                 shown[h.centre] = label
                 if r.error:
                     return None
@@ -121,7 +138,7 @@ class KGReasonerPathWriter:
             answer, why = str(len(answers)), f"{rel} gives {len(answers)} of them"
         else:
             answer, why = " | ".join(answers.values()), f"{rel} gives the answer"
-        r = env.step(f"So {why}.</think>\n<answer>{answer}</answer>")
+        r = env.step(f"{at(n - 1)}So {why}.</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory if r.done else None
 
@@ -133,6 +150,7 @@ class KGReasonerColdStart(ColdStart):
 
     Args:
         p_error: share of episodes written with one wrong step and its correction.
+        plan_hops: the episodes plan and count their hops (:class:`KGReasonerPathWriter`).
         seed: the writer's random draws (which episodes, which step).
         limit, balance: as :class:`ColdStart`.
 
@@ -140,9 +158,9 @@ class KGReasonerColdStart(ColdStart):
         ConfigError: no question's gold path could be written within the turn limit.
     """
 
-    def __init__(self, p_error: float = 0.3, **kw):
+    def __init__(self, p_error: float = 0.3, plan_hops: bool = False, **kw):
         super().__init__(**kw)
-        self.writer = KGReasonerPathWriter(p_error)
+        self.writer = KGReasonerPathWriter(p_error, plan_hops)
         self.report: dict[str, int] = {}
 
     def build(self, samples: Sequence[KBQASample], make_env, policy) -> list[Trajectory]:
@@ -172,7 +190,8 @@ class KGReasonerColdStart(ColdStart):
         return out
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(p_error={self.writer.p_error}, limit={self.limit}, seed={self.seed})"
+        return (f"{type(self).__name__}(p_error={self.writer.p_error}, plan_hops={self.writer.plan_hops}, "
+                f"limit={self.limit}, seed={self.seed})")
 
 
 def gold_episode(env: KGEnv, sample: KBQASample, rng: random.Random | None = None) -> Trajectory | None:

@@ -24,7 +24,7 @@ from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.patterns import RelationPattern
 from kgreason.methods.knowcoder_a1.space import KnowCoderActionSpace
 from kgreason.rankers.base import verbalize_relation
-from kgreason.training.teachers import check_probabilities
+from kgreason.training.teachers import check_probabilities, hop_at
 from kgreason.types import KBQASample, NodePatterns, Trajectory
 
 _IRI = re.compile(r"<([^<>\s]+)>")
@@ -160,19 +160,6 @@ def _line_for(shown: list[tuple[str, RelationPattern]], rels: list[str]) -> str 
 def _chain_shown(shown: list[tuple[str, RelationPattern]], path: list[str]) -> bool:
     want = tuple(r.lstrip("~") for r in path)
     return any(tuple(p.relations) in (want, want[::-1]) for _, p in shown)
-
-
-def hop_at(first: int, last: int, n_hops: int) -> str:
-    """Where a thought is on a planned path of ``n_hops`` (hops ``first..last``, from 0).
-
-    >>> hop_at(0, 0, 2), hop_at(1, 2, 3), hop_at(0, 0, 0)
-    ('Hop 1 of 2: ', 'Hops 2-3 of 3: ', '')
-    """
-    if n_hops <= 0:
-        return ""
-    if first >= last:
-        return f"Hop {first + 1} of {n_hops}: "
-    return f"Hops {first + 1}-{last + 1} of {n_hops}: "
 
 
 @declare(action_space="knowcoder_a1", gold=("sparql", "relation_path"))

@@ -75,3 +75,31 @@ def test_balance_by_hops_resamples_to_equal_hop_counts(make, questions):
     out = KGReasonerColdStart(p_error=0.0, seed=1, balance="hops")(questions, make, CausalLMPolicy.tiny())
     after = Counter(hops[t.sample_id] for t in out)
     assert after.keys() == before.keys() and len(set(after.values())) == 1
+
+
+def test_planned_episodes_count_their_hops_and_still_answer(make):
+    """``plan_hops``: the first thought names the path's relations as the triples write them
+    and counts them; every later thought opens with the hop it decides, a wrong step and its
+    backtrack at the hop they went wrong at, and only hop n of n answers."""
+    qs = sample_subset([s for s in load_dataset("demo", split="train") if s.relation_path], 40, 0)
+    w, rng = KGReasonerPathWriter(p_error=0.5, plan_hops=True), random.Random(0)
+    written = [(q, t) for q in qs if (t := w.episode(make(), q, rng)) is not None]
+    assert len(written) >= 25 and {len(q.relation_path) for q, _ in written} >= {1, 2}
+    fmt = get("kg_reasoner_format")
+    corrected = 0
+    for q, t in written:
+        n = len(q.relation_path)
+        rels = ", ".join(r.lstrip("~") for r in q.relation_path)
+        assert f1(t.answer, q.answers) == 1.0 and fmt(t, q).total == 1.0
+        assert f"It follows {rels}: {n} hop{'s' * (n > 1)}." in t.turns[0].text
+        at = [int(x.text.split(" of ")[0].removeprefix("Hop ")) for x in t.turns[1:]]
+        assert all(x.text.startswith(f"Hop {k} of {n}: ") for k, x in zip(at, t.turns[1:], strict=True))
+        assert at == sorted(at) and at[-1] == n and set(at) == set(range(1, n + 1))
+        assert t.turns[-1].text.startswith(f"Hop {n} of {n}: So ")
+        back = [k for k, x in zip(at, t.turns[1:], strict=True) if "backtrack </search>" in x.text]
+        corrected += bool(back)
+        assert all(at.count(k) >= 3 for k in back)  # the wrong step, its backtrack, the right step
+    assert corrected >= 3
+    # without the option the episode is the paper's: no plan, no hop labels
+    plain = KGReasonerPathWriter(p_error=0.0).episode(make(), written[0][0], random.Random(0))
+    assert "It follows" not in plain.turns[0].text and not any(x.text.startswith("Hop ") for x in plain.turns)
