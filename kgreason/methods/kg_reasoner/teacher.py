@@ -78,14 +78,11 @@ class KGReasonerPathWriter:
         wrong_at = rng.randrange(n - 1) if n > 1 and p_error and rng.random() < p_error else -1
         question = sample.question.strip().rstrip("?")
         call = env.action_space.search_call
-        plan = ""
+        plan, planned = "", n if self.plan_hops else 0  # hop_at writes nothing for 0 planned hops
         if self.plan_hops:
             rels = [r.lstrip("~") for r in sample.relation_path or []]
             plan = f" It follows {', '.join(rels)}: {n} hop{'s' * (n > 1)}."
         text = f"<think>The question: {question}.{plan} I start from {shown[topic.id]}. {call(shown[topic.id])}"
-
-        def at(i: int) -> str:
-            return hop_at(i, i, n) if self.plan_hops else ""
         r = env.step(text)
         explored = env.state.of(KGReasonerState)
         for i, h in enumerate(chain):
@@ -102,16 +99,16 @@ class KGReasonerPathWriter:
                 wrong = next((nid for _, nid, _ in listed[: env.action_space.top_k]
                               if nid not in h.reached and nid in names), None)
                 if wrong is not None:
-                    r = env.step(f"{at(i)}Maybe {names[wrong]} leads on. {call(names[wrong])}")
+                    r = env.step(f"{hop_at(i, i, planned)}Maybe {names[wrong]} leads on. {call(names[wrong])}")
                     if r.error:
                         return None
-                    r = env.step(f"{at(i)}These facts do not follow {step} from {names.get(h.centre, shown.get(h.centre))}; "
+                    r = env.step(f"{hop_at(i, i, planned)}These facts do not follow {step} from {names.get(h.centre, shown.get(h.centre))}; "
                                  f"{names[wrong]} was a wrong turn. {call(names[wrong], backtrack=True)}")
                     if r.error:
                         return None
             if last:
                 break
-            r = env.step(f"{at(i)}From {shown.get(h.centre, names.get(h.centre, h.centre))} the relation {step} leads to "
+            r = env.step(f"{hop_at(i, i, planned)}From {shown.get(h.centre, names.get(h.centre, h.centre))} the relation {step} leads to "
                          f"{right}. {call(right)}")
             shown[h.gold[0]] = right
         # the last hop may start from several gold entities (the films of an actor, the
@@ -124,7 +121,7 @@ class KGReasonerPathWriter:
                 label = next((name for _, nid, name in prev if nid == h.centre), None)
                 if label is None or env.state.turn + 2 > env.max_turns:
                     return None
-                r = env.step(f"{at(n - 1)}{label} is another one. {call(label)}")
+                r = env.step(f"{hop_at(n - 1, n - 1, planned)}{label} is another one. {call(label)}")
                 shown[h.centre] = label
                 if r.error:
                     return None
@@ -138,7 +135,7 @@ class KGReasonerPathWriter:
             answer, why = str(len(answers)), f"{rel} gives {len(answers)} of them"
         else:
             answer, why = " | ".join(answers.values()), f"{rel} gives the answer"
-        r = env.step(f"{at(n - 1)}So {why}.</think>\n<answer>{answer}</answer>")
+        r = env.step(f"{hop_at(n - 1, n - 1, planned)}So {why}.</think>\n<answer>{answer}</answer>")
         assert env.trajectory is not None
         return env.trajectory if r.done else None
 
