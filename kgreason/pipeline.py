@@ -291,6 +291,21 @@ def load_cold_start(p: Parts, where: Path, results: dict[str, Any], losses: Path
             results["cold_start_report"] = kept["cold_start_report"]
 
 
+def take_sft_losses(p: Parts, run: Path | None, results: dict[str, Any]) -> None:
+    """RL started from another run's checkpoint samples its questions as that run's own RL
+    stage would have: by the SFT losses the run wrote (``run/sft_losses.json``), which the
+    hard-case curricula read. Without them such a curriculum finds no hard case and keeps
+    sampling every question."""
+    from kgreason.training import annotate_sft_losses
+
+    src = run / "sft_losses.json" if run is not None else None
+    if src is None or not src.is_file():
+        return
+    n = annotate_sft_losses(p.train, json.loads(src.read_text(encoding="utf-8")))
+    results["sft_losses_from"] = {"file": str(src), "questions": n}
+    log.info("SFT losses of %d of %d training questions taken from %s", n, len(p.train), src)
+
+
 def reinforce(p: Parts, cfg: DictConfig, out: Path, start: int = 0) -> None:
     """The RL stage; ``start`` > 0 resumes ``cfg.resume`` after that many iterations."""
     import lightning as L
@@ -440,6 +455,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if (out / f"eval_{tag}.jsonl").is_file():
                 reports[tag] = EvalReport.from_rows(read_rows(out / f"eval_{tag}.jsonl"))
         load_cold_start(p, out / "checkpoints", results, losses=out / "sft_losses.json")
+    elif cfg.stage == "rl" and cfg.checkpoint:
+        take_sft_losses(p, policy_run_of(cfg.checkpoint), results)
 
     # the ranker is part of the environment: trained (or reloaded) before any episode is
     # played, so evaluations and cold-start episodes see the ranking the policy will get

@@ -113,6 +113,10 @@ def test_smoke_run_writes_every_artefact(tmp_path):
     stack = torch.load(rl / "checkpoints" / "policy.pt")["adapters"]
     assert len(sft) == 1 and len(stack) == 2  # SFT folded in, RL trained fresh adapters
     assert all(torch.equal(v, stack[0][k]) for k, v in sft[0].items())
+    # and its curriculum reads the SFT losses that run wrote, as that run's RL stage did
+    losses = json.loads((out / "sft_losses.json").read_text())
+    took = json.loads((rl / "results.json").read_text())["sft_losses_from"]
+    assert took == {"file": str(out / "sft_losses.json"), "questions": len(losses)} and losses
 
 
 def test_multirun_ablation_grid_over_reward_and_objective(tmp_path):
