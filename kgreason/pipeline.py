@@ -420,6 +420,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from kgreason.eval.files import read_rows
     from kgreason.training.cost import StageCost
     from kgreason.training.devices import place_policy, run_device
+    from kgreason.training.distributed import share_cpu_threads
     from kgreason.training.resume import rl_progress
 
     L.seed_everything(cfg.seed, verbose=False)
@@ -430,6 +431,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results: dict[str, Any] = {"output_dir": str(out)}
     if split:
         results["split"] = split
+    devices = cfg.trainer.get("devices")
+    if run_device(cfg.trainer).type == "cpu" and isinstance(devices, int):
+        # before Lightning starts the other processes, which inherit OMP_NUM_THREADS
+        share_cpu_threads(devices)
     with cost.stage("start"):
         p = build_parts(cfg)
         check_questions(p, cfg, results)

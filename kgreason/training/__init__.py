@@ -39,6 +39,7 @@ _EXPORTS = {
     "masked_nll": "kgreason.training.sft",
     "node_rewards": "kgreason.training.experience",
     "rank_and_world": "kgreason.training.distributed",
+    "share_cpu_threads": "kgreason.training.distributed",
     "sample_hops": "kgreason.training.curriculum",
     "step_sample": "kgreason.training.experience",
     "warmup_cosine": "kgreason.training.schedules",

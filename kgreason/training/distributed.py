@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import torch
+
+log = logging.getLogger(__name__)
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -32,6 +35,43 @@ def is_first_process() -> bool:
         if os.environ.get(key) is not None:
             return int(os.environ[key]) == 0
     return True
+
+
+def share_cpu_threads(processes: int, cores: int | None = None) -> int | None:
+    """Give each of ``processes`` CPU processes on this machine its share of the cores.
+
+    torch starts one compute thread a core in every process; two data-parallel processes on
+    the same cores then run twice as many threads as cores, and each waits on the other's
+    (``torchrun`` sets ``OMP_NUM_THREADS=1`` for the same reason). Call it in the first
+    process before Lightning starts the others: they inherit ``OMP_NUM_THREADS``. A value
+    the user or the launcher set is kept.
+
+    Args:
+        processes: the data-parallel processes on this machine (``trainer.devices``).
+        cores: the cores they share; by default the ones this process may run on.
+
+    Returns:
+        The threads each process now runs, or ``None`` where nothing was changed (one
+        process, or ``OMP_NUM_THREADS`` already set).
+
+    >>> import os, torch
+    >>> before, env = torch.get_num_threads(), os.environ.pop("OMP_NUM_THREADS", None)
+    >>> share_cpu_threads(2, cores=4), os.environ["OMP_NUM_THREADS"], torch.get_num_threads()
+    (2, '2', 2)
+    >>> share_cpu_threads(2, cores=4) is None  # set now: kept
+    True
+    >>> _ = os.environ.pop("OMP_NUM_THREADS"); torch.set_num_threads(before)
+    >>> if env is not None: os.environ["OMP_NUM_THREADS"] = env
+    """
+    if processes <= 1 or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cores // processes)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+    log.info("%d CPU processes share %d cores: %d compute thread(s) each (OMP_NUM_THREADS)", processes, cores, threads)
+    return threads
 
 
 def leave_process_group() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,9 +17,9 @@ from kgreason.training.resume import rl_progress
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+def run(*args: str, timeout: int = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(ROOT / "experiments" / "run.py"), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_smoke_run_writes_every_artefact(tmp_path):
@@ -300,9 +301,13 @@ def test_tensorboard_and_offline_wandb_loggers_beside_the_csv(tmp_path):
 def test_ddp_smoke_run_splits_each_batch_over_two_processes(tmp_path, kb):
     out = tmp_path / "ddp"
     p = run("method=kg_r1", "preset=smoke", "trainer=ddp", "trainer.devices=2", "eval.untrained=false",
-            f"kb={kb}", f"hydra.run.dir={out}")
+            f"kb={kb}", f"hydra.run.dir={out}",
+            env={k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"})
     assert p.returncode == 0, p.stderr[-2000:]
     second = (out / "train_ddp_process_1.log").read_text()
+    # the two processes split the cores instead of each starting a thread a core
+    cores = len(os.sched_getaffinity(0))
+    assert f"2 CPU processes share {cores} cores: {max(1, cores // 2)} compute thread(s) each" in (out / "run.log").read_text()
     assert "GLOBAL_RANK: 1, MEMBER: 2/2" in p.stdout + p.stderr + second
     if kb == "shared_oxigraph":  # one server: the first process serves it, the second connects
         first = (out / "run.log").read_text()

@@ -35,7 +35,7 @@ from kgreason.training import (
     collate,
     leave_process_group,
 )
-from kgreason.training.distributed import rank_and_world
+from kgreason.training.distributed import rank_and_world, share_cpu_threads
 from kgreason.training.experience import Experience
 from kgreason.training.sharding import full_state, held_weights
 from kgreason.types import KBQASample, Trajectory
@@ -181,6 +181,7 @@ def sft_on_combined_batches(devices: int, kind: str = "ddp") -> dict[str, torch.
 
 
 def main(out: str, devices: int, kind: str = "ddp") -> None:
+    share_cpu_threads(devices)
     weights = {}
     for case in CASES:  # Lightning starts the second process at the first fit; later fits reuse it
         if case == "ppo" and kind.startswith("zero"):
