@@ -431,14 +431,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results: dict[str, Any] = {"output_dir": str(out)}
     if split:
         results["split"] = split
+    device = run_device(cfg.trainer)
     devices = cfg.trainer.get("devices")
-    if run_device(cfg.trainer).type == "cpu" and isinstance(devices, int):
+    if device.type == "cpu" and isinstance(devices, int):
         # before Lightning starts the other processes, which inherit OMP_NUM_THREADS
         share_cpu_threads(devices)
     with cost.stage("start"):
         p = build_parts(cfg)
         check_questions(p, cfg, results)
-        device = run_device(cfg.trainer)
         place_policy(p.policy, device)  # every stage decodes there, not only those Lightning fits
     results["device"] = str(device)
     from kgreason.models.precision import stage_precisions
