@@ -41,9 +41,13 @@ system-deps:
 			|| echo "virtuoso install failed: its tests will skip"; \
 	else echo "no apt-get/root: Virtuoso tests will skip"; fi
 
+# One pytest-xdist worker a core (at most 4: a distributed test runs two model processes, so
+# memory bounds it), each with its share of the cores (tests/conftest.py).
+TEST_WORKERS ?= $(shell python3 -c 'import os; print(min(4, len(os.sched_getaffinity(0))))' 2>/dev/null || echo 1)
+
 test: $(STAMP) system-deps
 	$(PY) -m ruff check kgreason tests experiments
-	$(PY) -m pytest -m "not slow" -q --durations=25
+	$(PY) -m pytest -m "not slow" -q --durations=25 -n $(TEST_WORKERS) --dist worksteal
 
 test-all: $(STAMP) $(BENCH) system-deps
 	$(PY) -m pytest -q

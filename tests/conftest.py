@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,12 @@ from kgreason.data.demo import load_demo_kb, write_demo_ntriples
 from kgreason.data.demo.kg import build_demo_kg
 from kgreason.kb import SparqlEndpointKB, load_metaqa_kb, netns
 from kgreason.kb.servers import OxigraphServer, VirtuosoServer
+from kgreason.training.distributed import share_cpu_threads
+
+# Under pytest-xdist (`make test` runs one worker a core) each worker, and every run it starts
+# (they inherit OMP_NUM_THREADS), takes its share of the cores: one torch thread a core in
+# every worker would oversubscribe them, and OpenMP threads that wait on each other spin.
+share_cpu_threads(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
