@@ -11,7 +11,9 @@ revise them back to the correct form".
 With ``plan_hops`` (not in the paper) the first thought names the relations the question
 follows, as the triples write them, and counts them, and every later thought opens with
 the hop it is at, so that answering or searching on follows from a count in the episode's
-own text rather than from the question alone.
+own text rather than from the question alone. With ``hops_only`` as well the first thought
+only counts: no relation is named before a search has shown it, so the plan's words are
+the same on every KG.
 """
 
 from __future__ import annotations
@@ -53,12 +55,20 @@ class KGReasonerPathWriter:
             left out ("It follows written_by, release_year: 2 hops."), and each later thought
             opens with the hop it decides ("Hop 2 of 2: So release_year gives the answer.");
             a wrong step and its backtrack keep the hop they went wrong at.
+        hops_only: with ``plan_hops``, the first thought counts the hops without naming
+            their relations ("It takes 2 hops."); the later thoughts are unchanged.
+
+    Raises:
+        ConfigError: ``p_error`` outside [0, 1], or ``hops_only`` without ``plan_hops``.
     """
 
-    def __init__(self, p_error: float = 0.3, plan_hops: bool = False):
+    def __init__(self, p_error: float = 0.3, plan_hops: bool = False, hops_only: bool = False):
         check_probabilities(type(self).__name__, p_error=p_error)
+        if hops_only and not plan_hops:
+            raise ConfigError(f"{type(self).__name__}: hops_only=True needs plan_hops=True (it changes what the plan says)")
         self.p_error = p_error
         self.plan_hops = plan_hops
+        self.hops_only = hops_only
 
     def episode(self, env: KGEnv, sample: KBQASample, rng: random.Random) -> Trajectory | None:
         """Play ``sample`` on ``env``; ``None`` when the path cannot be written (no gold
@@ -81,7 +91,8 @@ class KGReasonerPathWriter:
         plan, planned = "", n if self.plan_hops else 0  # hop_at writes nothing for 0 planned hops
         if self.plan_hops:
             rels = [r.lstrip("~") for r in sample.relation_path or []]
-            plan = f" It follows {', '.join(rels)}: {n} hop{'s' * (n > 1)}."
+            count = f"{n} hop{'s' * (n > 1)}"
+            plan = f" It takes {count}." if self.hops_only else f" It follows {', '.join(rels)}: {count}."
         text = f"<think>The question: {question}.{plan} I start from {shown[topic.id]}. {call(shown[topic.id])}"
         r = env.step(text)
         explored = env.state.of(KGReasonerState)
@@ -148,16 +159,18 @@ class KGReasonerColdStart(ColdStart):
     Args:
         p_error: share of episodes written with one wrong step and its correction.
         plan_hops: the episodes plan and count their hops (:class:`KGReasonerPathWriter`).
+        hops_only: the plan counts the hops without naming relations (:class:`KGReasonerPathWriter`).
         seed: the writer's random draws (which episodes, which step).
         limit, balance: as :class:`ColdStart`.
 
     Raises:
-        ConfigError: no question's gold path could be written within the turn limit.
+        ConfigError: no question's gold path could be written within the turn limit, or
+            ``hops_only`` without ``plan_hops``.
     """
 
-    def __init__(self, p_error: float = 0.3, plan_hops: bool = False, **kw):
+    def __init__(self, p_error: float = 0.3, plan_hops: bool = False, hops_only: bool = False, **kw):
         super().__init__(**kw)
-        self.writer = KGReasonerPathWriter(p_error, plan_hops)
+        self.writer = KGReasonerPathWriter(p_error, plan_hops, hops_only)
         self.report: dict[str, int] = {}
 
     def build(self, samples: Sequence[KBQASample], make_env, policy) -> list[Trajectory]:
@@ -188,6 +201,7 @@ class KGReasonerColdStart(ColdStart):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(p_error={self.writer.p_error}, plan_hops={self.writer.plan_hops}, "
+                f"hops_only={self.writer.hops_only}, "
                 f"limit={self.limit}, seed={self.seed})")
 
 

@@ -103,3 +103,23 @@ def test_planned_episodes_count_their_hops_and_still_answer(make):
     # without the option the episode is the paper's: no plan, no hop labels
     plain = KGReasonerPathWriter(p_error=0.0).episode(make(), written[0][0], random.Random(0))
     assert "It follows" not in plain.turns[0].text and not any(x.text.startswith("Hop ") for x in plain.turns)
+
+
+def test_a_plan_that_only_counts_names_no_relation_before_a_search_shows_it(make):
+    """``hops_only``: the first thought counts the hops ("It takes 2 hops.") and names none
+    of the path's relations; the later thoughts are those of the naming plan, and the
+    option without ``plan_hops`` is refused."""
+    qs = sample_subset([s for s in load_dataset("demo", split="train") if s.relation_path], 20, 1)
+    named = KGReasonerPathWriter(p_error=0.0, plan_hops=True)
+    counted = KGReasonerPathWriter(p_error=0.0, plan_hops=True, hops_only=True)
+    pairs = [(q, a, b) for q in qs if (a := named.episode(make(), q, random.Random(0))) is not None
+             and (b := counted.episode(make(), q, random.Random(0))) is not None]
+    assert len(pairs) >= 10 and {len(q.relation_path) for q, _, _ in pairs} >= {1, 2}
+    for q, a, b in pairs:
+        n = len(q.relation_path)
+        first = b.turns[0].text.split("<search>")[0]
+        assert f"It takes {n} hop{'s' * (n > 1)}." in first and "It follows" not in first
+        assert not any(r.lstrip("~") in first for r in q.relation_path), first
+        assert [x.text for x in b.turns[1:]] == [x.text for x in a.turns[1:]] and b.answer == a.answer
+    with pytest.raises(ConfigError, match="hops_only=True needs plan_hops=True"):
+        KGReasonerColdStart(hops_only=True)
