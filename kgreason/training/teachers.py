@@ -53,6 +53,22 @@ def check_probabilities(owner: str, **probs: float) -> None:
             raise ConfigError(f"{owner}: {key}={p!r} is not a probability in [0, 1]")
 
 
+def check_needs(owner: str, *rules: tuple[str, bool, str, bool]) -> None:
+    """Raise ``ConfigError`` for the first option that is on while the one it rewrites is
+    off: each rule is ``(option, its value, the option it needs, that one's value)``. Alone,
+    such an option would be silently ignored and a run would measure the teacher without it.
+
+    >>> check_needs("T", ("hops_only", False, "plan_hops", False))
+    >>> check_needs("T", ("hops_only", True, "plan_hops", False))
+    Traceback (most recent call last):
+    ...
+    kgreason.errors.ConfigError: T: hops_only=True needs plan_hops=True (got plan_hops=False)
+    """
+    for key, on, needs, has in rules:
+        if on and not has:
+            raise ConfigError(f"{owner}: {key}=True needs {needs}=True (got {needs}={has!r})")
+
+
 def hop_at(first: int, last: int, n_hops: int) -> str:
     """Where a thought is on a planned path of ``n_hops`` (hops ``first..last``, from 0): the
     prefix with which scripted teachers that plan their hops open each later thought.

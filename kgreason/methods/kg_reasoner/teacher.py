@@ -28,7 +28,7 @@ from kgreason.errors import ConfigError
 from kgreason.eval import f1
 from kgreason.methods.kg_reasoner.space import KGReasonerState
 from kgreason.training.cold_start import ColdStart, Skipped, episode_tokens
-from kgreason.training.teachers import check_probabilities, hop_at
+from kgreason.training.teachers import check_needs, check_probabilities, hop_at
 from kgreason.types import KBQASample, Trajectory
 
 
@@ -64,8 +64,7 @@ class KGReasonerPathWriter:
 
     def __init__(self, p_error: float = 0.3, plan_hops: bool = False, hops_only: bool = False):
         check_probabilities(type(self).__name__, p_error=p_error)
-        if hops_only and not plan_hops:
-            raise ConfigError(f"{type(self).__name__}: hops_only=True needs plan_hops=True (it changes what the plan says)")
+        check_needs(type(self).__name__, ("hops_only", hops_only, "plan_hops", plan_hops))
         self.p_error = p_error
         self.plan_hops = plan_hops
         self.hops_only = hops_only

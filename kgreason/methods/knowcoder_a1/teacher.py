@@ -24,7 +24,7 @@ from kgreason.kb.base import KnowledgeBase
 from kgreason.kb.patterns import RelationPattern
 from kgreason.methods.knowcoder_a1.space import KnowCoderActionSpace
 from kgreason.rankers.base import verbalize_relation
-from kgreason.training.teachers import check_probabilities, hop_at
+from kgreason.training.teachers import check_needs, check_probabilities, hop_at
 from kgreason.types import KBQASample, NodePatterns, Trajectory
 
 _IRI = re.compile(r"<([^<>\s]+)>")
@@ -210,15 +210,11 @@ class ScriptedKnowCoderTeacher:
                  path_directions: bool = False, path_kinds: bool = False, plan_after_look: bool = False):
         check_probabilities("ScriptedKnowCoderTeacher", p_types=p_types, p_detour=p_detour,
                             p_syntax_error=p_syntax_error)
-        # each option only rewrites the thought the one before it writes; alone it would be
-        # silently ignored and a run would measure the teacher without it
-        for key, on, needs, has in (("plan_path", plan_path, "plan_hops", plan_hops),
-                                    ("path_directions", path_directions, "plan_path", plan_path),
-                                    ("path_kinds", path_kinds, "plan_path", plan_path),
-                                    ("plan_after_look", plan_after_look, "plan_path", plan_path)):
-            if on and not has:
-                raise ConfigError(f"ScriptedKnowCoderTeacher: {key}=True needs {needs}=True "
-                                  f"(got {needs}={has!r})")
+        # each option only rewrites the thought the one before it writes
+        check_needs("ScriptedKnowCoderTeacher", ("plan_path", plan_path, "plan_hops", plan_hops),
+                    ("path_directions", path_directions, "plan_path", plan_path),
+                    ("path_kinds", path_kinds, "plan_path", plan_path),
+                    ("plan_after_look", plan_after_look, "plan_path", plan_path))
         self.p_types = p_types
         self.p_detour = p_detour
         self.p_syntax_error = p_syntax_error
