@@ -55,7 +55,9 @@ def batch(seqs: int, length: int, vocab: int,
 def kgreason_update(policy, ids: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor, start: int, mini: int,
                     opt: torch.optim.Optimizer, amp=None) -> None:
     """kgreason's side of the comparison: old and reference log-probs (adapters disabled),
-    then one clipped-surrogate step with k3 KL per mini-batch, clipped gradients.
+    then one clipped-surrogate step with k3 KL per mini-batch, clipped gradients — as
+    ``RLLitModule`` makes it: the first mini-batch's old log-probs come from its own
+    forward, every pass projects only the loss positions (``loss_mask``).
 
     ``amp`` is the autocast context of the training passes (``policy.autocast(...)``);
     ``experiments/gpu/check.py`` times the same update on a GPU.
@@ -67,15 +69,20 @@ def kgreason_update(policy, ids: torch.Tensor, mask: torch.Tensor, adv: torch.Te
     params = [p for p in policy.parameters() if p.requires_grad]
     seqs = ids.shape[0]
     with torch.no_grad(), amp:
-        old = torch.cat([policy.token_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)[0]
-                         for i in range(0, seqs, mini)])
-        ref = torch.cat([policy.reference_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start)
-                         for i in range(0, seqs, mini)])
+        # as the trainer does: the first mini-batch's old log-probs are its own forward's
+        # (nothing has moved before the first step), the others' a pass before that step
+        old = torch.cat([ids.new_zeros(min(mini, seqs), ids.shape[1], dtype=torch.float32)] + [
+            policy.token_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start, loss_mask=mask[i:i + mini])[0]
+            for i in range(mini, seqs, mini)])
+        ref = torch.cat([policy.reference_logprobs(ids[i:i + mini], attn[i:i + mini], from_pos=start,
+                                                   loss_mask=mask[i:i + mini]) for i in range(0, seqs, mini)])
     for i in range(0, seqs, mini):
         sl = slice(i, i + mini)
         with amp:
-            lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start)
-        loss, _ = policy_loss(lp, old[sl], adv[sl], mask[sl], ref_logp=ref[sl], kl_coef=BETA, entropy=ent)
+            lp, ent = policy.token_logprobs(ids[sl], attn[sl], with_entropy=True, entropy_grad=False, from_pos=start,
+                                            loss_mask=mask[sl])
+        loss, _ = policy_loss(lp, lp.detach() if i == 0 else old[sl], adv[sl], mask[sl], ref_logp=ref[sl],
+                              kl_coef=BETA, entropy=ent)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from kgreason.models.compat import cache_kwargs, output_cache
 from kgreason.models.loading import load_causal_lm, load_tokenizer, tiny_causal_lm
+from kgreason.models.logprobs import chunked_logprobs
 from kgreason.models.precision import Bf16Setting, resolve_bf16
 
 
@@ -270,17 +271,12 @@ class CausalLMPolicy:
             hidden = self._forward(model.get_decoder(), input_ids, attention_mask, from_pos)
             # the state at position t - 1 predicts token t
             picked = hidden[:, :-1][want[:, from_pos:]]
-            logits = head(picked).float()
-        if temperature != 1.0:
-            logits = logits / temperature
-        lse = torch.logsumexp(logits, dim=-1)
-        lp_k = logits.gather(-1, input_ids[want][:, None]).squeeze(-1) - lse
+            lp_k, e_k = chunked_logprobs(picked, head.weight, input_ids[want], temperature, entropy=with_entropy)
         lp = lp_k.new_zeros(want.shape).masked_scatter(want, lp_k)
         if not with_entropy:
             return lp, None
-        with contextlib.nullcontext() if entropy_grad else torch.no_grad():
-            logp = logits - lse[:, None]
-            e_k = -(logp.exp() * logp).sum(-1)
+        if not entropy_grad:
+            e_k = e_k.detach()
         return lp, e_k.new_zeros(want.shape).masked_scatter(want, e_k)
 
     def _forward(self, model, input_ids: Tensor, attention_mask: Tensor, from_pos: int) -> Tensor:
@@ -350,9 +346,11 @@ def _plain_head(model) -> torch.nn.Module | None:
 
     head = model.get_output_embeddings()
     config = getattr(model, "config", None)
-    if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
+    if not isinstance(head, torch.nn.Linear) or head.bias is not None or not hasattr(model, "get_decoder"):
         return None
     if is_sharded(model):  # the head's weights are gathered by the whole model's forward only (trainer=fsdp)
+        return None
+    if hasattr(head.weight, "ds_id"):  # ZeRO-3 partitioned: whole only inside the head's own forward
         return None
     if any(getattr(config, a, None) not in (None, 1, 1.0) for a in _LOGIT_TRANSFORMS):
         return None

@@ -222,6 +222,38 @@ def _plain(config: Any) -> dict[str, Any]:
     return out
 
 
+class _OldLogprobs:
+    """The old log-probs of an update's rows, gathered from its own first forwards.
+
+    Until the update's first optimiser step the policy is the one that sampled, so the
+    log-probs a mini-batch's forward computes for its loss are its rows' old log-probs: no
+    separate pass for them. At that first step the rows no forward has reached yet are
+    scored in one no-grad pass, and ``data.old_logp`` holds every row's from then on (later
+    mini-batches and PPO epochs read it). With one mini-batch an iteration the old-log-prob
+    pass disappears; with ``k`` it shrinks by ``1/k``.
+
+    Shapes: ``data``'s tensors ``[N, L]``; ``taker(rows)`` takes ``[len(rows), L]``.
+    """
+
+    def __init__(self, data: TrainingBatch):
+        self.data = data
+        self.old = torch.zeros(data.loss_mask.shape, dtype=torch.float32, device=data.loss_mask.device)
+        self.seen = torch.zeros(len(data), dtype=torch.bool)
+
+    def taker(self, rows: torch.Tensor) -> Callable[[torch.Tensor], None]:
+        def take(logp: torch.Tensor) -> None:
+            self.old[rows.to(self.old.device)] = logp.float()
+            self.seen[rows] = True
+        return take
+
+    def score_the_rest(self, score: Callable[[TrainingBatch], torch.Tensor]) -> None:
+        """Score the rows no forward has reached with ``score`` and hand ``data`` its old log-probs."""
+        rest = (~self.seen).nonzero().squeeze(-1)
+        if len(rest):
+            self.old[rest.to(self.old.device)] = score(self.data.rows(rest)).float()
+        self.data.old_logp = self.old
+
+
 class RLLitModule(L.LightningModule):
     """RL fine-tuning of a policy in KG environments, for any :class:`ExperienceSource`.
 
@@ -410,8 +442,11 @@ class RLLitModule(L.LightningModule):
             data.old_logp = data.sampler_logp * data.loss_mask
         logs["train/old_logp_from_sampler"] = float(reuse)
         with torch.no_grad(), self.policy.autocast(self.bf16):
-            if not self.cfg.on_policy and not reuse:
-                data.old_logp = self._logp_chunks(data, self.policy.token_logprobs)
+            # in one process the update's own forwards score the rows of its first step, the
+            # policy not having moved yet (_OldLogprobs); with several, every row is scored
+            # here, where the processes' forwards need no collective (FSDP's are gathered)
+            if not self.cfg.on_policy and not reuse and self._world[1] > 1:
+                data.old_logp = self._old_logprobs(data)
             if self.cfg.kl_coef:
                 data.ref_logp = self._logp_chunks(data, self.policy.reference_logprobs)
         if reuse:
@@ -473,6 +508,11 @@ class RLLitModule(L.LightningModule):
         return torch.cat([fn(slice(i, i + self.cfg.mini_batch_size))
                           for i in range(0, len(data), self.cfg.mini_batch_size)]).detach()
 
+    def _old_logprobs(self, data: TrainingBatch) -> torch.Tensor:
+        """The current policy's log-probs of ``data``'s tokens, a no-grad pass in the update's precision."""
+        with torch.no_grad(), self.policy.autocast(self.bf16):
+            return self._logp_chunks(data, self.policy.token_logprobs)
+
     def _logp_chunks(self, data: TrainingBatch, fn) -> torch.Tensor:
         """The log-probs ``fn`` (the policy's or the reference's) gives ``data``'s tokens."""
         def scored(sl: slice) -> torch.Tensor:
@@ -512,6 +552,7 @@ class RLLitModule(L.LightningModule):
             if world > 1:
                 batch_units = self._reduce(batch_units, "sum")
         agg: dict[str, list[float]] = {}
+        pending = _OldLogprobs(data) if data is not None and data.old_logp is None and not cfg.on_policy else None
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(n)
             if cfg.on_policy:
@@ -544,12 +585,15 @@ class RLLitModule(L.LightningModule):
                         # nothing here, but the gradient all-reduce needs this process: a zero loss
                         loss, m = self._zero_loss(), {}
                     else:
-                        loss, m = self._loss(part)
+                        loss, m = self._loss(part, pending and pending.taker(idx[c * micro : (c + 1) * micro]))
                     # × world: the all-reduce averages; × units / total: this pass's share (of the
                     # processes' combined mini-batch, or on-policy of the whole batch)
                     before_backward(self, c == chunks - 1 and (not cfg.on_policy or j == steps - 1))
                     self.manual_backward(loss * (part_units * world / total))
                     if not cfg.on_policy and c == chunks - 1:
+                        if pending is not None:  # the last moment the policy is the one that sampled
+                            pending.score_the_rest(self._old_logprobs)
+                            pending = None
                         stepped = self._step(opt, critic_opt)
                         if m:  # a process with no rows here steps too (the all-reduce), but logs nothing
                             m.update(stepped)
@@ -560,9 +604,11 @@ class RLLitModule(L.LightningModule):
                     agg.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in agg.items()}
 
-    def _loss(self, mb: TrainingBatch) -> tuple[torch.Tensor, dict[str, float]]:
+    def _loss(self, mb: TrainingBatch,
+              keep_logp: Callable[[torch.Tensor], None] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
         """The objective on the rows ``mb`` (the policy's clipped surrogate, KL and entropy
-        terms, and the critic's value loss when there is one) and its metrics."""
+        terms, and the critic's value loss when there is one) and its metrics;
+        ``keep_logp`` is given the rows' log-probs, detached."""
         cfg = self.cfg
         # entropy is always logged; it needs a graph only when it is in the loss
         with self.policy.autocast(self.bf16):
@@ -571,6 +617,8 @@ class RLLitModule(L.LightningModule):
                                                    from_pos=first_loss_position(mb.loss_mask),
                                                    loss_mask=mb.loss_mask, **self._temperature)
         behaviour = mb.old_logp if mb.old_logp is not None else logp.detach()
+        if keep_logp is not None:
+            keep_logp(logp.detach())
         is_weights, gap = None, {}
         if mb.sampler_logp is not None:  # an engine with other kernels or precision sampled
             gap = sampler_mismatch(behaviour, mb.sampler_logp, mb.loss_mask, cfg.clip_low, cfg.clip_high)

@@ -22,8 +22,9 @@ def length_reward(traj, sample, **ctx) -> RewardOutput:
     return RewardOutput(total=float(sum(t for t, m in zip(traj.token_ids, traj.loss_mask, strict=True) if m) % 7) / 7)
 
 
-def one_iteration(kb, engine_of, **cfg) -> tuple[dict[str, float], int]:
-    """One RL iteration from a fixed seed: the logged metrics and the trainer's log-prob passes."""
+def one_iteration(kb, engine_of, policy_out: list | None = None, **cfg) -> tuple[dict[str, float], int]:
+    """One RL iteration from a fixed seed: the logged metrics and the trainer's log-prob passes
+    (the trained policy appended to ``policy_out``)."""
     torch.manual_seed(0)
     policy = CausalLMPolicy.tiny(lora=LoraSettings(r=4, alpha=8), seed=0)
     source = LinearExperience(MultiTurnRollout(engine_of(policy), policy.tokenizer, policy.chat_ids,
@@ -42,6 +43,8 @@ def one_iteration(kb, engine_of, **cfg) -> tuple[dict[str, float], int]:
                         enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, DataLoader(UniformStream(load_dataset("demo", split="train")[:2], batch_size=2),
                                    batch_size=None))
+    if policy_out is not None:
+        policy_out.append(policy)
     return {k: float(v) for k, v in trainer.callback_metrics.items()}, passes[0]
 
 
@@ -52,11 +55,40 @@ def test_hf_engine_logprobs_replace_the_old_logprob_pass(demo_oxigraph):
     # under bf16 autocast the trainer differs from the float32 sampler: recomputed and measured
     recomputed, passes_recomputed = one_iteration(demo_oxigraph, HFEngine, bf16=True)
     assert recomputed["train/old_logp_from_sampler"] == 0.0
-    assert passes_recomputed == passes_reused + 1  # 4 rows in one chunk: one forward fewer
+    # one mini-batch: its forward before the only step gives the old log-probs, no pass of their own
+    assert passes_recomputed == passes_reused
     assert 0 < recomputed["train/sampler_abs_dlogp"] < 0.5
     # same rollouts, same first update (ratio 1 at the first mini-batch): a float32 ratio of
     # the trainer to itself is what the reused log-probs give
     assert reused["train/ratio_mean"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_old_logprobs_come_from_the_forwards_before_the_first_step(demo_oxigraph, monkeypatch):
+    # bf16 updates after float32 rollouts: the engine's log-probs are not the old ones. Two
+    # mini-batches and two PPO epochs: the first mini-batch's rows are scored by their own
+    # forward, the other two rows by one pass before the first step, and the second epoch
+    # reads both from the batch.
+    cfg = {"bf16": True, "mini_batch_size": 2, "ppo_epochs": 2}
+    deferred: list = []
+    logs, passes = one_iteration(demo_oxigraph, HFEngine, policy_out=deferred, **cfg)
+    assert logs["train/old_logp_from_sampler"] == 0.0
+
+    scored = RLLitModule._scored_batch
+
+    def upfront(self, kept, logs):  # every row scored before the update, as before
+        data = scored(self, kept, logs)
+        data.old_logp = self._old_logprobs(data)
+        return data
+
+    monkeypatch.setattr(RLLitModule, "_scored_batch", upfront)
+    before: list = []
+    logs_before, passes_before = one_iteration(demo_oxigraph, HFEngine, policy_out=before, **cfg)
+    assert passes == passes_before - 1  # the first mini-batch's no-grad pass is gone
+    # bf16 rounds a forward with grad and one without a little differently (≈ 2e-5 here)
+    assert logs["train/ratio_mean"] == pytest.approx(logs_before["train/ratio_mean"], abs=1e-4)
+    assert logs_before["train/ratio_mean"] != pytest.approx(1.0, abs=1e-6)  # the second epoch moved it
+    for (name, a), b in zip(deferred[0].adapter_state().items(), before[0].adapter_state().values(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5, msg=name)
 
 
 def test_int8_sampler_gap_is_logged_and_corrected(demo_oxigraph):
