@@ -6,10 +6,13 @@ start-up, so one preset on one host always runs in one precision:
 * CUDA: bf16 wherever ``torch.cuda.is_bf16_supported()``.
 * x86 CPU with AMX tiles (Sapphire Rapids and later): bf16 for every stage; its tile
   products run bf16 natively.
-* x86 CPU with AVX512-BF16 but no AMX (e.g. AMD EPYC Genoa): bf16 for the training passes
-  (SFT, the RL update), whose large products run several times faster in bf16, and float32
-  for decoding (rollouts, evaluation), whose small per-token products convert more than
-  they multiply.
+* AMD CPU with AVX512-BF16 (Zen 4 and later, e.g. EPYC Genoa): bf16 for the training
+  passes (SFT, the RL update), whose large products run several times faster in bf16, and
+  float32 for decoding (rollouts, evaluation), whose small per-token products convert more
+  than they multiply.
+* Intel CPU with AVX512-BF16 but no AMX (Cooper Lake, or a VM that hides AMX): float32
+  everywhere; its bf16 products run at about 0.6× the float32 rate (2048³: 189 against
+  309 GFLOP/s on such a host, 148 against 279 on another).
 * anything else: float32.
 
 The per-stage choice is what ``experiments/benchmarks/precision.py`` times side by side
@@ -36,16 +39,19 @@ STAGES: tuple[Stage, ...] = ("decode", "train")
 class Bf16Support:
     """What a device declares about bf16 (the flags ``torch`` reads from CPUID or CUDA).
 
-    >>> Bf16Support("cpu", amx=True).fast("decode"), Bf16Support("cpu", avx512_bf16=True).fast("decode")
-    (True, False)
-    >>> Bf16Support("cpu", avx512_bf16=True).fast("train"), Bf16Support("cpu").fast("train")
-    (True, False)
+    >>> amd = Bf16Support("cpu", avx512_bf16=True, vendor="AuthenticAMD")
+    >>> Bf16Support("cpu", amx=True).fast("decode"), amd.fast("decode"), amd.fast("train")
+    (True, False, True)
+    >>> Bf16Support("cpu", avx512_bf16=True, vendor="GenuineIntel").fast("train"), Bf16Support("cpu").fast("train")
+    (False, False)
     """
 
     device_type: str
     cuda_bf16: bool = False
     amx: bool = False
     avx512_bf16: bool = False
+    #: the CPU's ``vendor_id`` (``"AuthenticAMD"``, ``"GenuineIntel"``; ``""`` unknown)
+    vendor: str = ""
 
     def fast(self, stage: Stage = "decode") -> bool:
         """Whether bf16 is the faster precision for ``stage`` on this device."""
@@ -54,18 +60,31 @@ class Bf16Support:
         if self.device_type == "cuda":
             return self.cuda_bf16
         if self.device_type == "cpu":
-            return self.amx or (stage == "train" and self.avx512_bf16)
+            return self.amx or (stage == "train" and self.avx512_bf16 and self.vendor == "AuthenticAMD")
         return False
 
     def describe(self) -> str:
-        """One line for logs and ``results.json``, e.g. ``"cpu (amx, avx512_bf16)"``."""
+        """One line for logs and ``results.json``, e.g. ``"cpu (amx, avx512_bf16; GenuineIntel)"``."""
         flags = [name for name in ("cuda_bf16", "amx", "avx512_bf16") if getattr(self, name)]
-        return f"{self.device_type} ({', '.join(flags) or 'no native bf16'})"
+        vendor = f"; {self.vendor}" if self.vendor else ""
+        return f"{self.device_type} ({', '.join(flags) or 'no native bf16'}{vendor})"
 
 
 def _cpu_flag(name: str) -> bool:
     probe = getattr(torch.cpu, name, None)
     return bool(probe and probe())
+
+
+def _cpu_vendor() -> str:
+    """The CPU's ``vendor_id`` as Linux declares it (``""`` where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def bf16_support(device: torch.device | str = "cpu") -> Bf16Support:
@@ -79,7 +98,7 @@ def bf16_support(device: torch.device | str = "cpu") -> Bf16Support:
         return Bf16Support("cuda", cuda_bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if device.type == "cpu":
         return Bf16Support("cpu", amx=_cpu_flag("_is_amx_tile_supported"),
-                           avx512_bf16=_cpu_flag("_is_avx512_bf16_supported"))
+                           avx512_bf16=_cpu_flag("_is_avx512_bf16_supported"), vendor=_cpu_vendor())
     return Bf16Support(device.type)
 
 

@@ -1,22 +1,25 @@
 import pytest
 import torch
 
-from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast, resolve_bf16
+from kgreason.models import CausalLMPolicy, LoraSettings, bf16_is_fast, precision, resolve_bf16
 from kgreason.models.precision import Bf16Support, bf16_support, stage_precisions
 
 
-def _flags(monkeypatch, amx: bool, avx512_bf16: bool) -> None:
+def _flags(monkeypatch, amx: bool, avx512_bf16: bool, vendor: str = "AuthenticAMD") -> None:
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(precision, "_cpu_vendor", lambda: vendor)
 
 
-@pytest.mark.parametrize(("amx", "avx512_bf16", "decode", "train"), [
-    (True, True, True, True),     # Sapphire Rapids and later: bf16 everywhere
-    (False, True, False, True),   # AVX512-BF16 without AMX: training passes only
-    (False, False, False, False),
+@pytest.mark.parametrize(("amx", "avx512_bf16", "vendor", "decode", "train"), [
+    (True, True, "GenuineIntel", True, True),     # Sapphire Rapids and later: bf16 everywhere
+    (False, True, "AuthenticAMD", False, True),   # Zen 4 (AVX512-BF16, no AMX): training passes only
+    (False, True, "GenuineIntel", False, False),  # Intel without AMX: bf16 products slower than float32
+    (False, True, "", False, False),              # vendor unknown: float32
+    (False, False, "AuthenticAMD", False, False),
 ])
-def test_auto_follows_the_declared_capabilities_per_stage(monkeypatch, amx, avx512_bf16, decode, train):
-    _flags(monkeypatch, amx, avx512_bf16)
+def test_auto_follows_the_declared_capabilities_per_stage(monkeypatch, amx, avx512_bf16, vendor, decode, train):
+    _flags(monkeypatch, amx, avx512_bf16, vendor)
     assert bf16_is_fast("cpu", "decode") is decode and resolve_bf16("auto") is decode and resolve_bf16(None) is decode
     assert bf16_is_fast("cpu", "train") is train and resolve_bf16("auto", stage="train") is train
     assert resolve_bf16(True, stage="decode") and not resolve_bf16("false", stage="train")  # an explicit choice wins
@@ -45,10 +48,11 @@ def test_other_devices_and_unknown_settings():
 def test_stage_precisions_name_what_each_stage_computes_in(monkeypatch):
     _flags(monkeypatch, False, True)
     assert stage_precisions(True, False, False) == {
-        "host": "cpu (avx512_bf16)", "rollouts": "bf16", "eval": "bf16", "sft": "bf16", "rl": "bf16"}
+        "host": "cpu (avx512_bf16; AuthenticAMD)", "rollouts": "bf16", "eval": "bf16", "sft": "bf16", "rl": "bf16"}
     assert stage_precisions(False, "auto", False) == {
-        "host": "cpu (avx512_bf16)", "rollouts": "float32", "eval": "float32", "sft": "bf16 autocast", "rl": "float32"}
-    _flags(monkeypatch, False, False)
+        "host": "cpu (avx512_bf16; AuthenticAMD)", "rollouts": "float32", "eval": "float32", "sft": "bf16 autocast",
+        "rl": "float32"}
+    _flags(monkeypatch, False, False, "")
     assert stage_precisions(False, "auto", "auto")["host"] == "cpu (no native bf16)"
     assert stage_precisions(False, "auto", "auto")["sft"] == "float32"
 
