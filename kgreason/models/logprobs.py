@@ -43,17 +43,22 @@ class _ChunkedLogprobs(torch.autograd.Function):
                 logp = z.sub_(lse[i : i + chunk, None])
                 ent[i : i + chunk] = -(logp.exp() * logp).sum(-1)
         ctx.save_for_backward(hidden, weight, targets, lse, ent)
+        # an output nothing differentiates (the entropy when only logged) gets a None
+        # gradient instead of zeros, so backward skips its three passes a chunk
+        ctx.set_materialize_grads(False)
         ctx.temperature, ctx.chunk, ctx.entropy = temperature, chunk, entropy
         return lp, ent
 
     @staticmethod
-    def backward(ctx, g_lp: Tensor, g_ent: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(ctx, g_lp: Tensor | None, g_ent: Tensor | None) -> tuple[Tensor | None, ...]:
         hidden, weight, targets, lse, ent = ctx.saved_tensors
         t, chunk = ctx.temperature, ctx.chunk
         want_h, want_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grad_h = torch.empty_like(hidden) if want_h else None
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
-        g_ent = g_ent if ctx.entropy and g_ent is not None else None
+        g_ent = g_ent if ctx.entropy else None
+        if (g_lp is None and g_ent is None) or not (want_h or want_w):
+            return None, None, None, None, None, None
         for i in range(0, hidden.shape[0], chunk):
             sl = slice(i, i + chunk)
             h = hidden[sl]
@@ -61,10 +66,12 @@ class _ChunkedLogprobs(torch.autograd.Function):
             p = logp.exp()
             # ∂/∂z of g·log p_y + g_H·H, written into p's buffer
             if g_ent is not None:
-                p.mul_(logp.add_(ent[sl, None]).mul_(-g_ent[sl, None]).sub_(g_lp[sl, None]))
+                coef = logp.add_(ent[sl, None]).mul_(-g_ent[sl, None])
+                p.mul_(coef if g_lp is None else coef.sub_(g_lp[sl, None]))
             else:
                 p.mul_(-g_lp[sl, None])
-            p.scatter_add_(-1, targets[sl, None], g_lp[sl, None])
+            if g_lp is not None:
+                p.scatter_add_(-1, targets[sl, None], g_lp[sl, None])
             if t != 1.0:
                 p.div_(t)
             gz = p.to(h.dtype)

@@ -64,3 +64,20 @@ def test_no_positions_give_empty_results_that_still_backpropagate():
     assert lp.shape == ent.shape == (0,)
     lp.sum().backward()
     assert h.grad.shape == (0, 4)
+
+
+@pytest.mark.parametrize("used", ["logprob", "entropy"])
+def test_either_output_alone_backpropagates_its_own_gradient(used):
+    # the RL update logs the entropy without differentiating it (its gradient is None, not
+    # zeros); an entropy bonus alone differentiates only the entropy
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([4, 0, 1, 1])
+    lp, ent = chunked_logprobs(h, w, y, 0.7, entropy=True, chunk=3)
+    lp_ref, ent_ref = plain(h, w, y, 0.7)
+    out, ref = (lp, lp_ref) if used == "logprob" else (ent, ent_ref)
+    grads = torch.autograd.grad(out.sum(), (h, w))
+    grads_ref = torch.autograd.grad(ref.sum(), (h, w))
+    for got, want in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
