@@ -13,6 +13,7 @@ import torch
 
 from kgreason.models.compat import cache_kwargs, output_cache
 from kgreason.models.version import WeightsVersion, weights_version
+from kgreason.rollout.sampling import sampling_processors
 
 
 @dataclass
@@ -175,7 +176,9 @@ class HFEngine(Engine):
 
     Args:
         policy: a :class:`~kgreason.models.CausalLMPolicy`.
-        temperature, top_p, top_k: sampling (KG-R1 trains at 1.0 / 1.0 / off).
+        temperature, top_p, top_k: sampling (KG-R1 trains at 1.0 / 1.0 / off), applied as
+            ``generate`` applies them; the token is drawn by inverse CDF
+            (:mod:`kgreason.rollout.sampling`), not ``torch.multinomial``.
         batch_size: split larger batches (None: all at once).
         share_prefix: encode the prompts' longest common token prefix once and share its
             KV cache across the batch when it is at least this many tokens (0: off). On a
@@ -257,8 +260,9 @@ class HFEngine(Engine):
     def _generate(self, prompts, stop, max_new_tokens, greedy, keep: bool = False) -> list[Generation]:
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        kw: dict[str, Any] = {"do_sample": False} if greedy else {
-            "do_sample": True, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
+        # sampling draws through our own processors (generate's multinomial costs ≈ 1 ms a
+        # row on a CPU), so generate itself always picks the highest score
+        kw: dict[str, Any] = {"do_sample": False}
         kw.update(stopping_criteria=self._stopping(stop), pad_token_id=pad, eos_token_id=tok.eos_token_id,
                   return_dict_in_generate=True)
         temperature = 1.0 if greedy else self.temperature
@@ -290,8 +294,9 @@ class HFEngine(Engine):
                 budget = max_new_tokens - run.decoded
                 step = min(self.compact_every or budget, budget)
                 recorder = ChosenLogprobs(temperature)
+                sampler = [] if greedy else sampling_processors(self.temperature, self.top_k, self.top_p)
                 out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
-                                     max_new_tokens=step, logits_processor=LogitsProcessorList([recorder]),
+                                     max_new_tokens=step, logits_processor=LogitsProcessorList([recorder, *sampler]),
                                      **cache_kwargs(run.cache), **kw)
                 run.advance(out.sequences.cpu(), output_cache(out), ended=run.decoded + step >= max_new_tokens,
                             logprobs=recorder.finish(out.sequences[:, -1]))
