@@ -42,7 +42,12 @@ class InverseCdfSampler:
     def __call__(self, input_ids: Tensor | None, scores: Tensor) -> Tensor:
         cdf = torch.softmax(scores.float(), dim=-1).cumsum_(dim=-1)
         u = torch.rand(scores.shape[0], 1, device=scores.device, generator=self.generator) * cdf[:, -1:]
-        picked = torch.searchsorted(cdf, u, right=True).clamp_(max=scores.shape[-1] - 1)
+        picked = torch.searchsorted(cdf, u, right=True)
+        past = picked >= scores.shape[-1]
+        if past.any():
+            # u rounded up to the row's total: the last token of positive probability, which
+            # is where the cumulative sum first reaches its maximum (never a masked token)
+            picked = torch.where(past, cdf.argmax(dim=-1, keepdim=True), picked)
         return torch.full_like(scores, -float("inf")).scatter_(-1, picked, 0.0)
 
 

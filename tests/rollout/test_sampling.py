@@ -48,6 +48,13 @@ def test_masked_tokens_are_never_drawn_and_the_warpers_apply_in_generates_order(
     assert set(draw(sampling_processors(top_p=0.6, generator=gen), scores, 2).tolist()) == {0, 3}
 
 
+def test_a_draw_rounded_up_to_the_total_takes_the_last_token_of_positive_probability(monkeypatch):
+    # u = rand · total can round to the total itself; no index lies past the cumulative sum
+    monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.ones(a[0], 1))
+    scores = torch.tensor([[0.0, 1.0, -float("inf"), -float("inf")], [0.0, 0.0, 0.0, 0.0]])
+    assert InverseCdfSampler()(None, scores).argmax(-1).tolist() == [1, 3]
+
+
 def test_the_engine_samples_reproducibly_and_top_k_one_is_greedy():
     policy = CausalLMPolicy.tiny(seed=0)
     prompts = [policy.chat_ids([{"role": "user", "content": f"question {i}"}]) for i in range(3)]
