@@ -54,11 +54,11 @@ class _ChunkedLogprobs(torch.autograd.Function):
         hidden, weight, targets, lse, ent = ctx.saved_tensors
         t, chunk = ctx.temperature, ctx.chunk
         want_h, want_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        grad_h = torch.empty_like(hidden) if want_h else None
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
         g_ent = g_ent if ctx.entropy else None
         if (g_lp is None and g_ent is None) or not (want_h or want_w):
             return None, None, None, None, None, None
+        grad_h = torch.empty_like(hidden) if want_h else None
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
         for i in range(0, hidden.shape[0], chunk):
             sl = slice(i, i + chunk)
             h = hidden[sl]

@@ -11,8 +11,8 @@ start-up, so one preset on one host always runs in one precision:
   float32 for decoding (rollouts, evaluation), whose small per-token products convert more
   than they multiply.
 * Intel CPU with AVX512-BF16 but no AMX (Cooper Lake, or a VM that hides AMX): float32
-  everywhere; its bf16 products run at about 0.6× the float32 rate (2048³: 189 against
-  309 GFLOP/s on such a host, 148 against 279 on another).
+  everywhere; its bf16 products run at about 0.6× the float32 rate (``docs/benchmarks.md``,
+  "Decoding against the host's limits").
 * anything else: float32.
 
 The per-stage choice is what ``experiments/benchmarks/precision.py`` times side by side

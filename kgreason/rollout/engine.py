@@ -266,6 +266,7 @@ class HFEngine(Engine):
         kw.update(stopping_criteria=self._stopping(stop), pad_token_id=pad, eos_token_id=tok.eos_token_id,
                   return_dict_in_generate=True)
         temperature = 1.0 if greedy else self.temperature
+        sampler = [] if greedy else sampling_processors(self.temperature, self.top_k, self.top_p)
         from transformers import LogitsProcessorList
         model = self.policy.model
         was_training = model.training
@@ -293,8 +294,7 @@ class HFEngine(Engine):
             while run.active:
                 budget = max_new_tokens - run.decoded
                 step = min(self.compact_every or budget, budget)
-                recorder = ChosenLogprobs(temperature)
-                sampler = [] if greedy else sampling_processors(self.temperature, self.top_k, self.top_p)
+                recorder = ChosenLogprobs(temperature)  # holds one round's last logits: new each round
                 out = model.generate(input_ids=run.ids.to(device), attention_mask=run.mask.to(device),
                                      max_new_tokens=step, logits_processor=LogitsProcessorList([recorder, *sampler]),
                                      **cache_kwargs(run.cache), **kw)

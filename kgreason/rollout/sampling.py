@@ -1,10 +1,10 @@
 """Sampling the next token by inverse CDF, as logits processors for ``generate``.
 
 ``generate(do_sample=True)`` draws each token with ``torch.multinomial``, which on a CPU
-costs about 1 ms a row over SmolLM2's 49,152-token vocabulary (≈ 20 ns a vocabulary
-entry: it draws random numbers for the whole row): 8 ms a step at 8 rows, 7 % of a KG-R1
-demo rollout. One uniform number a row against the cumulative probabilities draws from
-the same distribution for 0.02 ms a row. :func:`sampling_processors` gives the
+draws random numbers for the whole vocabulary row (about 1 ms a row of SmolLM2's 49,152
+tokens). One uniform number a row against the cumulative probabilities draws from the
+same distribution at a small fraction of that (``docs/benchmarks.md``, "Sampling the next
+token"). :func:`sampling_processors` gives the
 processors that run temperature, top-k and top-p as ``generate`` would and then draw this
 way; ``generate`` runs with ``do_sample=False`` and keeps the drawn token (the only
 finite score left), so everything else about decoding is unchanged.
